@@ -1,0 +1,71 @@
+/* kube_watch.h — following one pod's state from a background thread.
+ *
+ * pod_watch_start() starts a thread that GETs the pod once (to learn its state and
+ * resourceVersion) and then watches it (fieldSelector=metadata.name=NAME, allowWatchBookmarks,
+ * resourceVersion=RV, timeoutSeconds) for as long as the watch object lives:
+ *   - a clean end of the stream re-watches from the last resourceVersion;
+ *   - a 410 Expired (HTTP status or an in-stream ERROR event) re-GETs the pod and re-watches;
+ *   - a dropped connection re-watches after a short backoff (bounded attempts, then the
+ *     watch reports the error);
+ *   - DELETED ends the watch with state.deleted = true.
+ * Every change of the pod's state wakes waiters. The thread blocks all signals.
+ */
+#ifndef KRMPOD_KUBE_WATCH_H
+#define KRMPOD_KUBE_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "json.h"
+#include "kube_http.h"
+
+enum container_state { CS_UNKNOWN = 0, CS_WAITING, CS_RUNNING, CS_TERMINATED };
+
+/* What krmpod needs to know about a function pod, decoded from a Pod object. */
+struct pod_state {
+	char phase[16];        /* Pending, Running, Succeeded, Failed, Unknown */
+	char pod_reason[64];   /* status.reason (e.g. DeadlineExceeded) */
+	char pod_message[512]; /* status.message */
+	bool scheduled;        /* condition PodScheduled == True */
+	char sched_reason[64]; /* PodScheduled reason when False (Unschedulable) */
+	char sched_message[512];
+	enum container_state cstate; /* of the watched container */
+	char c_reason[64];           /* waiting.reason or terminated.reason */
+	char c_message[2048];        /* waiting.message or terminated.message */
+	int exit_code;               /* terminated.exitCode */
+	bool deleted;                /* a DELETED event was seen or the pod is gone (404) */
+	char resource_version[32];
+	/* Monotonic ms when the watch first saw each condition (0 = not yet). */
+	int64_t t_scheduled, t_running, t_terminated;
+	uint64_t generation; /* increments with every change the watch observes */
+};
+
+/* Decodes a Pod object into *out (container selects the containerStatuses entry; fields
+ * not present are left empty). Does not touch out->t_* or out->generation. */
+void pod_state_decode(const struct json *pod, const char *container, struct pod_state *out);
+
+struct pod_watch;
+
+/* Starts the watch thread. `cfg` is used to create the thread's own kube_client; `pod` and
+ * `ns` are copied. `initial` may be the Pod returned by the create call (saves the GET); if
+ * NULL the thread GETs the pod first. */
+int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, const char *container,
+                    const struct json *initial, struct pod_watch **out, struct err **err);
+
+/* Waits until the observed generation is greater than `seen_generation`, the watch fails,
+ * or the monotonic deadline (ms) passes — whichever is first — and copies the current state
+ * to *out. Returns 0 on a change, 1 on timeout (state still copied), -1 with *err if the watch
+ * thread failed for good (its error, with context). Also returns early (0) when
+ * `*cancel` becomes non-zero if cancel is not NULL (it polls it every 50 ms). */
+int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
+                   volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err);
+
+/* Stops the thread (closing its connection) and frees the watch. NULL is fine. Returns within
+ * ~100 ms. */
+void pod_watch_stop(struct pod_watch *w);
+
+/* Number of API requests the watch has made so far (GET + watch connections), for stats. */
+unsigned pod_watch_requests(struct pod_watch *w);
+
+#endif

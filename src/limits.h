@@ -1,0 +1,22 @@
+/* limits.h — every limit on a buffer filled from outside, named in one place. */
+#ifndef KRMPOD_LIMITS_H
+#define KRMPOD_LIMITS_H
+
+/* A non-streaming API response body (a Pod, a Status, a list of our pods). */
+#define LIMIT_API_BODY (8u << 20)
+/* One line of a watch stream (one event with one Pod object). */
+#define LIMIT_WATCH_EVENT (4u << 20)
+/* A kubeconfig file, a token file, a CA bundle, a certificate or key file. */
+#define LIMIT_KUBECONFIG (4u << 20)
+#define LIMIT_TOKEN_FILE (64u << 10)
+#define LIMIT_PEM_FILE   (1u << 20)
+/* One incoming WebSocket message we buffer (channel-3 Status); stdout/stderr payloads are
+ * streamed through and never buffered whole. */
+#define LIMIT_WS_STATUS (64u << 10)
+/* Pod log recovered for output written before attach (and logs of containers that ended
+ * before attach): more than this is cut with a note. */
+#define LIMIT_POD_LOG (16u << 20)
+/* Bytes of stdin read ahead of the WebSocket (flow control). */
+#define LIMIT_STDIN_CHUNK (64u << 10)
+
+#endif
