@@ -62,6 +62,9 @@ typedef int (*kube_data_fn)(const char *data, size_t len, void *ud);
 int kube_stream_get(struct kube_client *c, const char *path, kube_data_fn on_data, void *ud,
                     struct err **err);
 
+/* Number of HTTP requests this client has sent (retries included), for statistics. */
+unsigned kube_client_requests(const struct kube_client *c);
+
 /* Monotonic clock in milliseconds. */
 int64_t kube_now_ms(void);
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the test suite, the demo and the benchmark need, with apt-get, only when
+# something is missing (the normal path is a few dpkg-query calls).
+set -euo pipefail
+need=()
+for pkg in python3 python3-pytest openssl ca-certificates clang-format; do
+	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	echo "install-test-deps: installing ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ! command -v kubectl >/dev/null; then
+	echo "install-test-deps: kubectl is required (the tests use 'kubectl kustomize' as real kustomize" >&2
+	echo "and kubectl as kubesim's reference client); install kubectl 1.30+ and re-run" >&2
+	exit 1
+fi

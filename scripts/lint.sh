@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Mechanical style checks: banned C functions and clang-format.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+if grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|gets|system)[[:space:]]*\(' \
+	src tests/unit --include='*.c' --include='*.h'; then
+	echo "lint: banned functions above (use snprintf, memcpy, strtok_r, strtol...)" >&2
+	status=1
+fi
+if command -v clang-format >/dev/null; then
+	if ! clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c tests/unit/*.h 2>/tmp/krmpod-fmt.$$; then
+		head -40 /tmp/krmpod-fmt.$$ >&2
+		echo "lint: run 'make fmt'" >&2
+		status=1
+	fi
+	rm -f /tmp/krmpod-fmt.$$
+else
+	echo "lint: clang-format not installed; skipping the format check" >&2
+fi
+[ $status -eq 0 ] && echo "lint: ok"
+exit $status

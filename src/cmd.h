@@ -1,0 +1,21 @@
+/* cmd.h — the front-ends. Each parses its own arguments and calls the core; it never prints
+ * an error itself: it returns -1 with *err and main.c prints it and picks the exit code.
+ * On success it sets *exit_code (the function's own exit status for the shim and run). */
+#ifndef KRMPOD_CMD_H
+#define KRMPOD_CMD_H
+
+#include "err.h"
+
+/* Exit codes (docs/exit-codes.md). */
+#define EXIT_DOCKER_FAILED 125 /* docker's "the docker command itself failed" */
+#define EXIT_USAGE         2
+#define EXIT_FAILURE_      1
+
+/* `docker run ...` / `docker version` when argv[0] is docker. argv[0] is "docker". */
+int cmd_docker(int argc, char **argv, int *exit_code, struct err **err);
+/* `krmpod run [flags] IMAGE [ARGS...]`. argv[0] is "run". */
+int cmd_run(int argc, char **argv, int *exit_code, struct err **err);
+/* `krmpod version`. */
+int cmd_version(int argc, char **argv, int *exit_code, struct err **err);
+
+#endif

@@ -1,0 +1,376 @@
+/* docker_args.c — see docker_args.h.
+ *
+ * The parser is table-driven: each accepted flag names whether it takes a value and a
+ * handler. Long flags take `--flag value` or `--flag=value`; short flags `-e value`,
+ * `-e=value` or `-evalue`; `-i` may be combined with other boolean short flags docker-style
+ * (`-it` is refused because of -t). Docker also accepts single-dash long forms only for
+ * legacy flags we do not need.
+ */
+#include "docker_args.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "xalloc.h"
+
+struct flag {
+	const char *long_name; /* without dashes */
+	char short_name;       /* 0 if none */
+	bool takes_value;
+	int (*handle)(struct fn_request *req, const char *flag, const char *value,
+	              char *const *environ_, struct err **err);
+};
+
+static int h_ignore(struct fn_request *req, const char *flag, const char *value,
+                    char *const *environ_, struct err **err)
+{
+	(void)req, (void)flag, (void)value, (void)environ_, (void)err;
+	return 0;
+}
+
+static int h_interactive(struct fn_request *req, const char *flag, const char *value,
+                         char *const *environ_, struct err **err)
+{
+	(void)flag, (void)value, (void)environ_, (void)err;
+	req->want_stdin = true;
+	return 0;
+}
+
+static int h_attach(struct fn_request *req, const char *flag, const char *value,
+                    char *const *environ_, struct err **err)
+{
+	(void)environ_;
+	if (strcasecmp(value, "STDIN") == 0)
+		req->want_stdin = true;
+	else if (strcasecmp(value, "STDOUT") != 0 && strcasecmp(value, "STDERR") != 0)
+		return err_set(err, ERR_USAGE, "%s %s: expected STDIN, STDOUT or STDERR", flag,
+		               value);
+	return 0;
+}
+
+static int h_network(struct fn_request *req, const char *flag, const char *value,
+                     char *const *environ_, struct err **err)
+{
+	(void)environ_;
+	if (strcmp(value, "none") == 0)
+		req->network = FN_NETWORK_NONE;
+	else if (strcmp(value, "host") == 0)
+		req->network = FN_NETWORK_HOST;
+	else
+		return err_set(err, ERR_USAGE,
+		               "%s %s: krmpod supports only \"none\" and \"host\" (function "
+		               "network access)",
+		               flag, value);
+	return 0;
+}
+
+/* Parses a decimal id > 0 (root is never allowed: the pod runs as non-root). */
+static int parse_id(const char *s, size_t n, const char *flag, const char *value, long *out,
+                    struct err **err)
+{
+	char tmp[32];
+	if (n == 0 || n >= sizeof(tmp))
+		return err_set(err, ERR_USAGE, "%s %s: expected nobody or UID[:GID]", flag, value);
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)tmp[i]))
+			return err_set(
+			        err, ERR_USAGE,
+			        "%s %s: only \"nobody\" or numeric UID[:GID] can be used in a pod "
+			        "(user names cannot be resolved inside the image)",
+			        flag, value);
+	errno = 0;
+	long v = strtol(tmp, NULL, 10);
+	if (errno || v <= 0 || v > 2147483647L)
+		return err_set(
+		        err, ERR_USAGE,
+		        "%s %s: the id must be between 1 and 2147483647 (function pods never run "
+		        "as root)",
+		        flag, value);
+	*out = v;
+	return 0;
+}
+
+static int h_user(struct fn_request *req, const char *flag, const char *value,
+                  char *const *environ_, struct err **err)
+{
+	(void)environ_;
+	if (strcmp(value, "nobody") == 0 || strcmp(value, "nobody:nogroup") == 0) {
+		req->run_as_user = req->run_as_group = 65534;
+		return 0;
+	}
+	const char *colon = strchr(value, ':');
+	size_t ulen = colon ? (size_t)(colon - value) : strlen(value);
+	if (parse_id(value, ulen, flag, value, &req->run_as_user, err) < 0)
+		return -1;
+	if (colon)
+		return parse_id(colon + 1, strlen(colon + 1), flag, value, &req->run_as_group, err);
+	req->run_as_group = req->run_as_user;
+	return 0;
+}
+
+static int h_security_opt(struct fn_request *req, const char *flag, const char *value,
+                          char *const *environ_, struct err **err)
+{
+	(void)req, (void)environ_;
+	if (strcmp(value, "no-new-privileges") == 0 ||
+	    strcmp(value, "no-new-privileges=true") == 0 ||
+	    strcmp(value, "no-new-privileges:true") == 0)
+		return 0; /* the pod always sets allowPrivilegeEscalation: false */
+	return err_set(err, ERR_USAGE,
+	               "%s %s: only no-new-privileges is supported (function pods always run with "
+	               "allowPrivilegeEscalation: false and all capabilities dropped)",
+	               flag, value);
+}
+
+static bool valid_env_name(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '=' || s[i] == '\0')
+			return false;
+	return true;
+}
+
+static void add_env(struct fn_request *req, const char *name, size_t name_len, const char *value)
+{
+	/* A later -e for the same name replaces the earlier one, like docker. */
+	for (size_t i = 0; i < req->n_env; i++) {
+		if (strlen(req->env[i].name) == name_len &&
+		    memcmp(req->env[i].name, name, name_len) == 0) {
+			free(req->env[i].value);
+			req->env[i].value = xstrdup(value);
+			return;
+		}
+	}
+	req->env = xrealloc(req->env, (req->n_env + 1) * sizeof(*req->env));
+	req->env[req->n_env].name = xstrndup(name, name_len);
+	req->env[req->n_env].value = xstrdup(value);
+	req->n_env++;
+}
+
+static int h_env(struct fn_request *req, const char *flag, const char *value, char *const *environ_,
+                 struct err **err)
+{
+	const char *eq = strchr(value, '=');
+	if (eq) {
+		if (!valid_env_name(value, (size_t)(eq - value)))
+			return err_set(err, ERR_USAGE, "%s %s: the variable name is empty", flag,
+			               value);
+		add_env(req, value, (size_t)(eq - value), eq + 1);
+		return 0;
+	}
+	if (!valid_env_name(value, strlen(value)))
+		return err_set(err, ERR_USAGE, "%s: empty variable name", flag);
+	size_t n = strlen(value);
+	for (char *const *e = environ_; e && *e; e++) {
+		if (strncmp(*e, value, n) == 0 && (*e)[n] == '=') {
+			add_env(req, value, n, *e + n + 1);
+			return 0;
+		}
+	}
+	/* docker leaves a bare NAME that is unset out of the container's environment. */
+	log_debug("%s %s: not set in krmpod's environment; left out, as docker does", flag, value);
+	return 0;
+}
+
+static int h_pull(struct fn_request *req, const char *flag, const char *value,
+                  char *const *environ_, struct err **err)
+{
+	(void)environ_;
+	if (strcmp(value, "always") == 0)
+		req->pull = FN_PULL_ALWAYS;
+	else if (strcmp(value, "missing") == 0)
+		req->pull = FN_PULL_MISSING;
+	else if (strcmp(value, "never") == 0)
+		req->pull = FN_PULL_NEVER;
+	else
+		return err_set(err, ERR_USAGE, "%s %s: expected always, missing or never", flag,
+		               value);
+	return 0;
+}
+
+static int h_mount(struct fn_request *req, const char *flag, const char *value,
+                   char *const *environ_, struct err **err)
+{
+	(void)req, (void)environ_;
+	return err_set(err, ERR_USAGE,
+	               "%s %s: mounts are not supported yet by krmpod; remove the function's "
+	               "mounts (storageMounts) or run it with docker",
+	               flag, value);
+}
+
+static const struct flag flags[] = {
+        {"rm", 0, false, h_ignore},
+        {"interactive", 'i', false, h_interactive},
+        {"attach", 'a', true, h_attach},
+        {"network", 0, true, h_network},
+        {"net", 0, true, h_network},
+        {"user", 'u', true, h_user},
+        {"security-opt", 0, true, h_security_opt},
+        {"env", 'e', true, h_env},
+        {"pull", 0, true, h_pull},
+        {"mount", 0, true, h_mount},
+};
+
+static const struct flag *find_long(const char *name, size_t n)
+{
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (strlen(flags[i].long_name) == n && memcmp(flags[i].long_name, name, n) == 0)
+			return &flags[i];
+	return NULL;
+}
+
+static const struct flag *find_short(char c)
+{
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (flags[i].short_name == c)
+			return &flags[i];
+	return NULL;
+}
+
+static int unknown_flag(const char *arg, struct err **err)
+{
+	return err_set(err, ERR_USAGE,
+	               "unknown flag %s: krmpod's docker shim accepts only the flags kustomize and "
+	               "kpt use (--rm, -i, -a, --network, --user, --security-opt, -e, --pull)",
+	               arg);
+}
+
+/* Handles one long flag at argv[*i]; advances *i past a separate value. */
+static int parse_long(int argc, char *const *argv, int *i, char *const *environ_,
+                      struct fn_request *req, struct err **err)
+{
+	const char *arg = argv[*i] + 2;
+	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	const struct flag *f = find_long(arg, n);
+	char display[96];
+	snprintf(display, sizeof(display), "--%.*s", (int)(n < 80 ? n : 80), arg);
+	if (f == NULL)
+		return unknown_flag(display, err);
+	const char *value = NULL;
+	if (f->takes_value) {
+		if (eq)
+			value = eq + 1;
+		else if (*i + 1 < argc)
+			value = argv[++*i];
+		else
+			return err_set(err, ERR_USAGE, "flag %s needs a value", display);
+	} else if (eq) {
+		if (strcmp(eq + 1, "true") != 0)
+			return err_set(err, ERR_USAGE, "flag %s takes no value other than true",
+			               display);
+	}
+	return f->handle(req, display, value, environ_, err);
+}
+
+/* Handles a short-flag group at argv[*i] ("-i", "-eK=V", "-e", "-ia STDIN"). */
+static int parse_short(int argc, char *const *argv, int *i, char *const *environ_,
+                       struct fn_request *req, struct err **err)
+{
+	const char *arg = argv[*i];
+	for (size_t k = 1; arg[k]; k++) {
+		char display[3] = {'-', arg[k], '\0'};
+		const struct flag *f = find_short(arg[k]);
+		if (f == NULL)
+			return unknown_flag(display, err);
+		if (!f->takes_value) {
+			if (f->handle(req, display, NULL, environ_, err) < 0)
+				return -1;
+			continue;
+		}
+		const char *value;
+		if (arg[k + 1] == '=')
+			value = arg + k + 2;
+		else if (arg[k + 1])
+			value = arg + k + 1;
+		else if (*i + 1 < argc)
+			value = argv[++*i];
+		else
+			return err_set(err, ERR_USAGE, "flag %s needs a value", display);
+		return f->handle(req, display, value, environ_, err);
+	}
+	return 0;
+}
+
+int docker_args_parse(int argc, char *const *argv, char *const *environ_, struct fn_request *req,
+                      struct err **err)
+{
+	req->run_as_user = req->run_as_group = 65534;
+	int i = 0;
+	for (; i < argc; i++) {
+		const char *arg = argv[i];
+		if (strcmp(arg, "--") == 0) {
+			i++;
+			break;
+		}
+		if (arg[0] != '-' || arg[1] == '\0')
+			break;
+		int rc = arg[1] == '-' ? parse_long(argc, argv, &i, environ_, req, err)
+		                       : parse_short(argc, argv, &i, environ_, req, err);
+		if (rc < 0)
+			return -1;
+	}
+	if (i >= argc)
+		return err_set(err, ERR_USAGE, "no image given: expected docker run [flags] IMAGE");
+	if (argv[i][0] == '\0')
+		return err_set(err, ERR_USAGE, "the image name is empty");
+	req->image = xstrdup(argv[i++]);
+	req->n_args = (size_t)(argc - i);
+	if (req->n_args) {
+		req->args = xcalloc(req->n_args, sizeof(char *));
+		for (size_t k = 0; k < req->n_args; k++)
+			req->args[k] = xstrdup(argv[i + (int)k]);
+	}
+	return 0;
+}
+
+int docker_args_version(int argc, char *const *argv, const char *version, char **out,
+                        struct err **err)
+{
+	const char *format = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+			if (i + 1 >= argc)
+				return err_set(err, ERR_USAGE, "flag %s needs a value", a);
+			format = argv[++i];
+		} else if (strncmp(a, "--format=", 9) == 0) {
+			format = a + 9;
+		} else {
+			return err_set(err, ERR_USAGE,
+			               "unknown argument %s to docker version: krmpod accepts only "
+			               "--format",
+			               a);
+		}
+	}
+	if (format == NULL) {
+		*out = xasprintf(
+		        "Client:\n Version:     %s\n Engine:      krmpod (KRM functions as "
+		        "Kubernetes pods)\n\nServer:\n Version:     %s\n",
+		        version, version);
+		return 0;
+	}
+	if (strstr(format, "json")) {
+		*out = xasprintf(
+		        "{\"Client\":{\"Version\":\"%s\"},\"Server\":{\"Version\":\"%s\"}}\n",
+		        version, version);
+		return 0;
+	}
+	if (strstr(format, ".Client.Version") || strstr(format, ".Server.Version")) {
+		*out = xasprintf("%s\n", version);
+		return 0;
+	}
+	return err_set(err, ERR_USAGE,
+	               "docker version --format %s: krmpod answers only {{.Client.Version}}, "
+	               "{{.Server.Version}} and {{json .}}",
+	               format);
+}

@@ -1,0 +1,28 @@
+/* fn_invoke.c — see fn_invoke.h. */
+#include "fn_invoke.h"
+
+#include "kubeconfig.h"
+#include "log.h"
+#include "settings.h"
+
+int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_code,
+              struct err **err)
+{
+	*exit_code = -1;
+	struct settings s;
+	if (settings_load(&s, err) < 0)
+		return -1;
+	struct kube_config *cfg = NULL;
+	if (kube_config_load(&cfg, err) < 0) {
+		settings_clear(&s);
+		return -1;
+	}
+	const char *ns = s.namespace ? s.namespace : cfg->namespace ? cfg->namespace : "default";
+	log_debug("cluster %s (%s), namespace %s", cfg->server, cfg->source, ns);
+	int rc = fn_run(cfg, &s, ns, req, io, exit_code, err);
+	if (rc < 0)
+		err_wrap(err, "run function %s", req->image);
+	kube_config_free(cfg);
+	settings_clear(&s);
+	return rc;
+}

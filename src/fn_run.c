@@ -1,0 +1,498 @@
+/* fn_run.c — see fn_run.h and docs/internals/pod-lifecycle.md. */
+#include "fn_run.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "json.h"
+#include "kube_attach.h"
+#include "kube_http.h"
+#include "kube_watch.h"
+#include "limits.h"
+#include "log.h"
+#include "pod_spec.h"
+#include "xalloc.h"
+
+/* How long an ErrImagePull may last before we call it final (kubelet turns it into
+ * ImagePullBackOff after its first retry; transient registry errors recover). */
+#define IMAGE_PULL_GRACE_MS 5000
+/* Bytes of attach output kept to de-duplicate the pre-attach log snapshot. */
+#define OVERLAP_WINDOW (64u << 10)
+/* Time allowed for deleting the pod after everything else, including after a signal. */
+#define DELETE_DEADLINE_MS 1500
+/* Time to wait for the terminated status after the attach stream ended. */
+#define EXIT_STATUS_WAIT_MS 30000
+
+struct run {
+	struct kube_config *cfg;
+	const struct settings *s;
+	const char *ns;
+	const struct fn_request *req;
+	const struct fn_io *io;
+	struct kube_client *client;
+	struct pod_watch *watch;
+	char *pod;
+	int64_t t0, deadline, start_deadline;
+	int64_t t_attached, t_done;
+	unsigned stream_requests; /* WebSocket connections (not made through r->client) */
+};
+
+size_t fn_run_log_overlap(const char *log, size_t log_len, const char *attached,
+                          size_t attached_len)
+{
+	size_t m = attached_len < log_len ? attached_len : log_len;
+	if (m == 0)
+		return 0;
+	/* Only the last m bytes of the log can overlap. */
+	const char *text = log + (log_len - m);
+	size_t *fail = xmalloc(m * sizeof(*fail));
+	fail[0] = 0;
+	for (size_t i = 1, k = 0; i < m; i++) {
+		while (k > 0 && attached[i] != attached[k])
+			k = fail[k - 1];
+		if (attached[i] == attached[k])
+			k++;
+		fail[i] = k;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < m; i++) {
+		while (k > 0 && (k == m || text[i] != attached[k]))
+			k = fail[k - 1];
+		if (text[i] == attached[k])
+			k++;
+	}
+	free(fail);
+	return k;
+}
+
+static int write_all(int fd, const char *p, size_t n, const char *what, struct err **err)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_set(err, ERR_IO, "write %s: %s", what, strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int create_pod(struct run *r, struct err **err)
+{
+	cleanup_buf struct buf body;
+	buf_init(&body, 0);
+	pod_spec_build(r->req, r->s, &body);
+	cleanup_free char *path =
+	        xasprintf("/api/v1/namespaces/%s/pods?fieldValidation=Strict", r->ns);
+	for (int attempt = 0;; attempt++) {
+		cleanup_json struct json *pod = NULL;
+		long status = 0;
+		/* Not cancellable: a create cut short might still be applied server-side, and
+		 * then we would not know the name of the pod to delete. */
+		kube_client_set_cancel(r->client, NULL);
+		int rc = kube_request(r->client, "POST", path, "application/json", body.data,
+		                      body.len, &status, &pod, err);
+		kube_client_set_cancel(r->client, r->io->cancel);
+		if (rc < 0 && status == 409 && attempt < 3)
+			continue; /* generateName collided with an existing pod: try another name */
+		if (rc < 0)
+			return err_wrap(err, "create the function pod in namespace %s", r->ns);
+		const char *name = json_str(json_path(pod, "metadata.name"));
+		if (name == NULL)
+			return err_set(err, ERR_API,
+			               "create pod: the response has no metadata.name");
+		r->pod = xstrdup(name);
+		log_set_pod(r->pod);
+		log_debug("created pod %s/%s for image %s", r->ns, r->pod, r->req->image);
+		if (pod_watch_start(r->cfg, r->ns, r->pod, POD_CONTAINER_NAME, pod, &r->watch,
+		                    err) < 0)
+			return err_wrap(err, "watch pod %s", r->pod);
+		return 0;
+	}
+}
+
+/* Names the failure of a pod that cannot start, with the cluster's reason and message. */
+static int start_failure(struct run *r, const struct pod_state *st, struct err **err)
+{
+	err_set(err, ERR_POD, "function %s: pod %s/%s cannot start: %s: %s", r->req->image, r->ns,
+	        r->pod, st->c_reason, st->c_message[0] ? st->c_message : "(no message)");
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->c_reason);
+	return -1;
+}
+
+static bool waiting_is_fatal(const struct pod_state *st, int64_t *pull_since, int64_t now,
+                             int64_t *recheck_at)
+{
+	const char *why = st->c_reason;
+	if (strcmp(why, "InvalidImageName") == 0 ||
+	    strcmp(why, "CreateContainerConfigError") == 0 ||
+	    strcmp(why, "ErrImageNeverPull") == 0 || strcmp(why, "ImagePullBackOff") == 0 ||
+	    strcmp(why, "CreateContainerError") == 0 || strcmp(why, "RunContainerError") == 0)
+		return true;
+	if (strcmp(why, "ErrImagePull") == 0) {
+		if (*pull_since == 0)
+			*pull_since = now;
+		if (now - *pull_since >= IMAGE_PULL_GRACE_MS)
+			return true;
+		*recheck_at = *pull_since + IMAGE_PULL_GRACE_MS;
+		return false;
+	}
+	*pull_since = 0;
+	return false;
+}
+
+static int not_started(struct run *r, const struct pod_state *st, bool overall, struct err **err)
+{
+	const char *what = overall ? "KRMPOD_TIMEOUT" : "KRMPOD_START_TIMEOUT";
+	int64_t limit = overall ? r->s->timeout_ms : r->s->start_timeout_ms;
+	char detail[1200];
+	if (!st->scheduled && st->sched_reason[0])
+		snprintf(detail, sizeof(detail), "not scheduled: %s: %s", st->sched_reason,
+		         st->sched_message);
+	else if (st->cstate == CS_WAITING && st->c_reason[0])
+		snprintf(detail, sizeof(detail), "container waiting: %s%s%s", st->c_reason,
+		         st->c_message[0] ? ": " : "", st->c_message);
+	else
+		snprintf(detail, sizeof(detail), "phase %s", st->phase[0] ? st->phase : "unknown");
+	err_set(err, ERR_TIMEOUT,
+	        "function %s: pod %s/%s did not start within %lld ms (%s): %s; raise %s if the "
+	        "cluster is slow to start pods",
+	        r->req->image, r->ns, r->pod, (long long)limit, what, detail, what);
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s",
+	         st->sched_reason[0] ? st->sched_reason : st->c_reason);
+	return -1;
+}
+
+static int cancelled(struct run *r, struct err **err)
+{
+	int signo = *r->io->cancel;
+	err_set(err, ERR_SIGNAL, "function %s: interrupted by signal %d", r->req->image, signo);
+	(*err)->signo = signo;
+	return -1;
+}
+
+/* Failure of a pod that stopped on the cluster's account (deadline, eviction). */
+static int pod_failed(struct run *r, const struct pod_state *st, struct err **err)
+{
+	err_set(err, ERR_POD, "function %s: pod %s/%s failed: %s: %s", r->req->image, r->ns, r->pod,
+	        st->pod_reason[0] ? st->pod_reason : st->c_reason,
+	        st->pod_message[0] ? st->pod_message : st->c_message);
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s",
+	         st->pod_reason[0] ? st->pod_reason : st->c_reason);
+	return -1;
+}
+
+/* Waits until the container runs or has terminated. */
+static int wait_started(struct run *r, struct pod_state *st, struct err **err)
+{
+	uint64_t seen = 0;
+	int64_t pull_since = 0;
+	for (;;) {
+		int64_t now = kube_now_ms();
+		int64_t until = min64(r->start_deadline, r->deadline);
+		int64_t recheck = 0;
+		if (st->generation > 0 && st->cstate == CS_WAITING &&
+		    waiting_is_fatal(st, &pull_since, now, &recheck))
+			return start_failure(r, st, err);
+		if (recheck)
+			until = min64(until, recheck);
+		int rc = pod_watch_wait(r->watch, seen, until, r->io->cancel, st, err);
+		if (rc < 0)
+			return err_wrap(err, "watch pod %s/%s", r->ns, r->pod);
+		if (*r->io->cancel)
+			return cancelled(r, err);
+		seen = st->generation;
+		if (st->cstate == CS_RUNNING || st->cstate == CS_TERMINATED)
+			return 0;
+		if (st->deleted)
+			return err_set(err, ERR_POD,
+			               "function %s: pod %s/%s was deleted before it started",
+			               r->req->image, r->ns, r->pod);
+		if (strcmp(st->phase, "Failed") == 0)
+			return pod_failed(r, st, err);
+		now = kube_now_ms();
+		if (now >= r->deadline)
+			return not_started(r, st, true, err);
+		if (now >= r->start_deadline)
+			return not_started(r, st, false, err);
+		if (st->cstate == CS_WAITING && waiting_is_fatal(st, &pull_since, now, &recheck))
+			return start_failure(r, st, err);
+	}
+}
+
+/* Waits for the terminated state after the output streams ended. */
+static int wait_terminated(struct run *r, struct pod_state *st, struct err **err)
+{
+	int64_t until = min64(r->deadline, kube_now_ms() + EXIT_STATUS_WAIT_MS);
+	uint64_t seen = st->generation;
+	while (st->cstate != CS_TERMINATED) {
+		if (st->deleted)
+			return err_set(
+			        err, ERR_POD,
+			        "function %s: pod %s/%s was deleted before its exit status was "
+			        "known",
+			        r->req->image, r->ns, r->pod);
+		int rc = pod_watch_wait(r->watch, seen, until, r->io->cancel, st, err);
+		if (rc < 0)
+			return err_wrap(err, "watch pod %s/%s", r->ns, r->pod);
+		if (*r->io->cancel)
+			return cancelled(r, err);
+		seen = st->generation;
+		if (rc == 1 && st->cstate != CS_TERMINATED)
+			return err_set(
+			        err, ERR_TIMEOUT,
+			        "function %s: pod %s/%s: output ended but the container did not "
+			        "terminate within %lld ms",
+			        r->req->image, r->ns, r->pod, (long long)(until - r->t0));
+	}
+	return 0;
+}
+
+struct log_sink {
+	struct buf *b;
+	bool truncated;
+};
+
+static int log_sink_data(const char *data, size_t len, void *ud)
+{
+	struct log_sink *sink = ud;
+	size_t room = LIMIT_POD_LOG - sink->b->len;
+	if (len > room) {
+		len = room;
+		sink->truncated = true;
+	}
+	buf_append(sink->b, data, len, "pod log", NULL);
+	return sink->truncated ? 1 : 0;
+}
+
+/* GETs the container log (at most LIMIT_POD_LOG bytes; more is cut with a warning). */
+static int fetch_log(struct run *r, struct buf *out, struct err **err)
+{
+	cleanup_free char *path =
+	        xasprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%u", r->ns,
+	                  r->pod, POD_CONTAINER_NAME, (unsigned)LIMIT_POD_LOG);
+	buf_reset(out);
+	out->limit = LIMIT_POD_LOG;
+	struct log_sink sink = {out, false};
+	if (kube_stream_get(r->client, path, log_sink_data, &sink, err) < 0)
+		return -1;
+	if (sink.truncated)
+		log_warn("the pod log is longer than %u bytes; the rest is cut",
+		         (unsigned)LIMIT_POD_LOG);
+	return 0;
+}
+
+/* The container ended before we could attach: all of its output is in the log. */
+static int replay_log(struct run *r, const struct pod_state *st, struct err **err)
+{
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	if (fetch_log(r, &log, err) < 0)
+		return err_wrap(err, "read the log of pod %s/%s", r->ns, r->pod);
+	log_info("the function exited (code %d) before krmpod attached; its output, from the pod "
+	         "log, follows on stderr",
+	         st->exit_code);
+	return write_all(r->io->err_fd, log.data ? log.data : "", log.len, "stderr", err);
+}
+
+/* Output written before the attach began exists only in the pod log: take a snapshot now
+ * (stdin has not been sent yet, so a function that waits for input has written everything
+ * it will write before input) and show what the attach did not deliver itself. */
+static void recover_preattach(struct run *r, struct kube_stream *stream)
+{
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	cleanup_err struct err *e = NULL;
+	if (fetch_log(r, &log, &e) < 0) {
+		log_warn("could not read the pod log to recover output written before the attach "
+		         "(%s); such output, if any, is missing above",
+		         e->msg);
+		return;
+	}
+	size_t plen = 0;
+	const char *prefix = kube_stream_prefix(stream, &plen);
+	size_t overlap =
+	        fn_run_log_overlap(log.data ? log.data : "", log.len, prefix ? prefix : "", plen);
+	size_t n = log.len - overlap;
+	if (n == 0)
+		return;
+	log_debug("recovered %zu bytes written before the attach from the pod log", n);
+	if (write_all(r->io->err_fd, log.data, n, "stderr", &e) < 0)
+		log_warn("%s", e->msg);
+}
+
+static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code, struct err **err)
+{
+	cleanup_free char *path =
+	        kube_attach_path(r->ns, r->pod, POD_CONTAINER_NAME, r->req->want_stdin);
+	struct kube_stream_opts opts = {
+	        .path = path,
+	        .in_fd = r->req->want_stdin ? r->io->in_fd : -1,
+	        .out_fd = r->io->out_fd,
+	        .err_fd = r->io->err_fd,
+	        .capture_prefix = OVERLAP_WINDOW,
+	        .cancel = r->io->cancel,
+	        .deadline_ms = r->deadline,
+	};
+	struct kube_stream *stream = NULL;
+	r->stream_requests++;
+	if (kube_stream_open(r->cfg, &opts, &stream, err) < 0) {
+		if (*r->io->cancel)
+			return cancelled(r, err);
+		/* A container that ends right after it started cannot be attached to any more:
+		 * then its whole output is in the log. */
+		if ((*err)->code == ERR_API && (*err)->http_status == 400) {
+			struct pod_state now;
+			cleanup_err struct err *e2 = NULL;
+			if (pod_watch_wait(r->watch, 0, kube_now_ms(), NULL, &now, &e2) >= 0 &&
+			    now.cstate == CS_TERMINATED) {
+				err_free(*err);
+				*err = NULL;
+				*st = now;
+				if (replay_log(r, st, err) < 0)
+					return -1;
+				*exit_code = st->exit_code;
+				return 0;
+			}
+		}
+		return err_wrap(err, "attach to pod %s/%s", r->ns, r->pod);
+	}
+	r->t_attached = kube_now_ms();
+	recover_preattach(r, stream);
+	struct kube_stream_result res = {0};
+	int rc = kube_stream_run(stream, &res, err);
+	kube_stream_free(stream);
+	log_debug("attach: %llu bytes in, %llu out, %llu err", (unsigned long long)res.bytes_in,
+	          (unsigned long long)res.bytes_out, (unsigned long long)res.bytes_err);
+	kube_stream_result_clear(&res);
+	if (rc < 0) {
+		if (*r->io->cancel)
+			return cancelled(r, err);
+		return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)",
+		                r->ns, r->pod);
+	}
+	if (wait_terminated(r, st, err) < 0)
+		return -1;
+	*exit_code = st->exit_code;
+	return 0;
+}
+
+static int run_pod(struct run *r, int *exit_code, struct err **err)
+{
+	if (create_pod(r, err) < 0)
+		return -1;
+	if (*r->io->cancel)
+		return cancelled(r, err);
+	struct pod_state st = {0};
+	if (wait_started(r, &st, err) < 0)
+		return -1;
+	if (st.cstate == CS_TERMINATED) {
+		if (replay_log(r, &st, err) < 0)
+			return -1;
+		*exit_code = st.exit_code;
+	} else if (attach_and_stream(r, &st, exit_code, err) < 0) {
+		return -1;
+	}
+	r->t_done = kube_now_ms();
+	if (strcmp(st.c_reason, "OOMKilled") == 0) {
+		err_set(err, ERR_POD,
+		        "function %s: pod %s/%s was OOMKilled (exit code %d): raise "
+		        "KRMPOD_MEMORY_LIMIT (now %s)",
+		        r->req->image, r->ns, r->pod, st.exit_code, r->s->memory_limit);
+		snprintf((*err)->reason, sizeof((*err)->reason), "OOMKilled");
+		*exit_code = st.exit_code ? st.exit_code : 137;
+		return -1;
+	}
+	if (strcmp(st.pod_reason, "DeadlineExceeded") == 0)
+		return pod_failed(r, &st, err);
+	return 0;
+}
+
+static int delete_pod(struct run *r, struct err **err)
+{
+	kube_client_set_cancel(r->client, NULL);
+	kube_client_set_deadline(r->client, kube_now_ms() + DELETE_DEADLINE_MS);
+	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", r->ns, r->pod);
+	static const char body[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+	                           "\"gracePeriodSeconds\":0,\"propagationPolicy\":\"Background\"}";
+	long status = 0;
+	if (kube_request(r->client, "DELETE", path, "application/json", body, sizeof(body) - 1,
+	                 &status, NULL, err) < 0) {
+		if (status == 404) {
+			err_free(*err);
+			*err = NULL;
+			return 0;
+		}
+		return err_wrap(err,
+		                "delete pod %s/%s (it ends by itself after activeDeadlineSeconds; "
+		                "`krmpod gc` removes leftovers)",
+		                r->ns, r->pod);
+	}
+	return 0;
+}
+
+static int64_t since(const struct run *r, int64_t t)
+{
+	return t ? t - r->t0 : -1;
+}
+
+int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
+           const struct fn_request *req, const struct fn_io *io, int *exit_code, struct err **err)
+{
+	struct run r = {.cfg = cfg, .s = s, .ns = ns, .req = req, .io = io};
+	*exit_code = -1;
+	r.t0 = kube_now_ms();
+	r.deadline = r.t0 + s->timeout_ms;
+	r.start_deadline = r.t0 + s->start_timeout_ms;
+	if (kube_client_new(cfg, &r.client, err) < 0)
+		return -1;
+	kube_client_set_deadline(r.client, r.deadline);
+	kube_client_set_cancel(r.client, io->cancel);
+
+	int rc = run_pod(&r, exit_code, err);
+
+	struct pod_state st = {0};
+	unsigned watch_requests = 0;
+	if (r.watch) {
+		pod_watch_wait(r.watch, 0, kube_now_ms(), NULL, &st, NULL);
+		watch_requests = pod_watch_requests(r.watch);
+		pod_watch_stop(r.watch);
+	}
+	if (r.pod) {
+		cleanup_err struct err *derr = NULL;
+		if (delete_pod(&r, &derr) < 0) {
+			if (rc == 0) {
+				*err = derr;
+				derr = NULL;
+				rc = -1;
+			} else {
+				log_error("%s", derr->msg);
+			}
+		}
+		unsigned requests =
+		        kube_client_requests(r.client) + r.stream_requests + watch_requests;
+		log_info("image=%s pod=%s scheduled=%lldms started=%lldms attached=%lldms "
+		         "finished=%lldms exit=%d requests=%u",
+		         req->image, r.pod, (long long)since(&r, st.t_scheduled),
+		         (long long)since(&r, st.t_running), (long long)since(&r, r.t_attached),
+		         (long long)since(&r, r.t_done ? r.t_done : kube_now_ms()), *exit_code,
+		         requests);
+		log_set_pod(NULL);
+	}
+	free(r.pod);
+	kube_client_free(r.client);
+	return rc;
+}

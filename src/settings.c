@@ -1,0 +1,264 @@
+/* settings.c — see settings.h. */
+#include "settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "xalloc.h"
+
+int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err)
+{
+	errno = 0;
+	char *end = NULL;
+	double v = strtod(text, &end);
+	if (end == text || errno || !(v > 0))
+		goto bad;
+	double mult;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (strcmp(end, "m") == 0)
+		mult = 60000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600000;
+	else
+		goto bad;
+	double ms = v * mult;
+	if (ms < 1 || ms > 7 * 24 * 3600 * 1000.0)
+		goto bad;
+	*out_ms = (int64_t)ms;
+	return 0;
+bad:
+	return err_set(
+	        err, ERR_CONFIG,
+	        "%s=%s is not a duration: use seconds (\"90\") or a number with ms, s, m or h "
+	        "(\"500ms\", \"90s\", \"2m\"), greater than zero and at most a week",
+	        var, text);
+}
+
+int settings_check_quantity(const char *var, const char *text, struct err **err)
+{
+	/* <signedNumber><suffix>: digits with an optional fraction, then a binary (Ki..Ei),
+	 * decimal (m, k, M, G, T, P, E) or exponent (e3, E-2) suffix. Negative is refused. */
+	const char *p = text;
+	bool digits = false;
+	while (isdigit((unsigned char)*p))
+		p++, digits = true;
+	if (*p == '.') {
+		p++;
+		while (isdigit((unsigned char)*p))
+			p++, digits = true;
+	}
+	if (!digits)
+		goto bad;
+	static const char *const suffixes[] = {"",  "m",  "k",  "M",  "G",  "T",  "P",
+	                                       "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+		if (strcmp(p, suffixes[i]) == 0)
+			return 0;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p == '\0')
+			return 0;
+	}
+bad:
+	return err_set(
+	        err, ERR_CONFIG,
+	        "%s=%s is not a Kubernetes quantity: use e.g. 100m or 1 for CPU, 128Mi or 1Gi "
+	        "for memory",
+	        var, text);
+}
+
+static bool label_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+static bool dns_subdomain_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || c == '-' ||
+		      c == '.'))
+			return false;
+	}
+	return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
+int settings_check_label(const char *var, const char *key, const char *value, struct err **err)
+{
+	const char *slash = strchr(key, '/');
+	bool ok = slash ? dns_subdomain_ok(key, (size_t)(slash - key)) &&
+	                          label_name_ok(slash + 1, strlen(slash + 1))
+	                : label_name_ok(key, strlen(key));
+	if (!ok)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: \"%s\" is not a valid label key (an optional DNS prefix and \"/\", "
+		        "then up to 63 letters, digits, '-', '_' or '.', starting and ending "
+		        "with a letter or digit)",
+		        var, key);
+	if (*value && !label_name_ok(value, strlen(value)))
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: \"%s\" is not a valid value for label %s (up to 63 letters, digits, "
+		        "'-', '_' or '.', starting and ending with a letter or digit)",
+		        var, value, key);
+	if (strncmp(key, "krmpod.dev/", 11) == 0 ||
+	    strcmp(key, "app.kubernetes.io/managed-by") == 0)
+		return err_set(err, ERR_CONFIG,
+		               "%s: label %s is set by krmpod itself and cannot be overridden", var,
+		               key);
+	return 0;
+}
+
+static int parse_labels(const char *var, const char *text, struct settings *s, struct err **err)
+{
+	cleanup_free char *copy = xstrdup(text);
+	char *save = NULL;
+	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		while (isspace((unsigned char)*item))
+			item++;
+		size_t n = strlen(item);
+		while (n && isspace((unsigned char)item[n - 1]))
+			item[--n] = '\0';
+		if (n == 0)
+			continue;
+		char *eq = strchr(item, '=');
+		if (eq == NULL)
+			return err_set(err, ERR_CONFIG,
+			               "%s: \"%s\" is not key=value (use k1=v1,k2=v2)", var, item);
+		*eq = '\0';
+		if (settings_check_label(var, item, eq + 1, err) < 0)
+			return -1;
+		s->labels = xrealloc(s->labels, (s->n_labels + 1) * sizeof(*s->labels));
+		s->labels[s->n_labels].key = xstrdup(item);
+		s->labels[s->n_labels].value = xstrdup(eq + 1);
+		s->n_labels++;
+	}
+	return 0;
+}
+
+/* Returns the variable's value, or NULL when unset or empty. */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static int load_duration(const char *var, int64_t def_ms, int64_t *out, struct err **err)
+{
+	const char *v = env(var);
+	if (v == NULL) {
+		*out = def_ms;
+		return 0;
+	}
+	return settings_parse_duration(var, v, out, err);
+}
+
+static int load_quantity(const char *var, const char *def, char **out, struct err **err)
+{
+	const char *v = env(var);
+	if (v && settings_check_quantity(var, v, err) < 0)
+		return -1;
+	*out = xstrdup(v ? v : def);
+	return 0;
+}
+
+static int load_dns_label(const char *var, char **out, struct err **err)
+{
+	const char *v = env(var);
+	if (v == NULL)
+		return 0;
+	size_t n = strlen(v);
+	bool ok = n <= 63 && isalnum((unsigned char)v[0]) && isalnum((unsigned char)v[n - 1]);
+	for (size_t i = 0; ok && i < n; i++)
+		ok = islower((unsigned char)v[i]) || isdigit((unsigned char)v[i]) || v[i] == '-';
+	if (!ok)
+		return err_set(err, ERR_CONFIG,
+		               "%s=%s is not a valid namespace name (lowercase letters, digits and "
+		               "'-', at most 63)",
+		               var, v);
+	*out = xstrdup(v);
+	return 0;
+}
+
+int settings_load(struct settings *s, struct err **err)
+{
+	memset(s, 0, sizeof(*s));
+	if (load_dns_label("KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
+	    load_duration("KRMPOD_START_TIMEOUT", 120000, &s->start_timeout_ms, err) < 0 ||
+	    load_duration("KRMPOD_TIMEOUT", 300000, &s->timeout_ms, err) < 0 ||
+	    load_quantity("KRMPOD_CPU_REQUEST", "100m", &s->cpu_request, err) < 0 ||
+	    load_quantity("KRMPOD_CPU_LIMIT", "1", &s->cpu_limit, err) < 0 ||
+	    load_quantity("KRMPOD_MEMORY_REQUEST", "64Mi", &s->memory_request, err) < 0 ||
+	    load_quantity("KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit, err) < 0)
+		goto fail;
+	const char *labels = env("KRMPOD_EXTRA_LABELS");
+	if (labels && parse_labels("KRMPOD_EXTRA_LABELS", labels, s, err) < 0)
+		goto fail;
+	const char *owner = env("KRMPOD_OWNER_POD"), *uid = env("KRMPOD_OWNER_UID");
+	if ((owner == NULL) != (uid == NULL)) {
+		err_set(err, ERR_CONFIG,
+		        "%s is set but %s is not: set both (from the downward API: metadata.name "
+		        "and "
+		        "metadata.uid) or neither",
+		        owner ? "KRMPOD_OWNER_POD" : "KRMPOD_OWNER_UID",
+		        owner ? "KRMPOD_OWNER_UID" : "KRMPOD_OWNER_POD");
+		goto fail;
+	}
+	if (owner) {
+		s->owner_pod = xstrdup(owner);
+		s->owner_uid = xstrdup(uid);
+	}
+	if (s->start_timeout_ms > s->timeout_ms && env("KRMPOD_START_TIMEOUT") == NULL) {
+		s->start_timeout_ms =
+		        s->timeout_ms; /* the default start timeout fits the overall one */
+	} else if (s->start_timeout_ms > s->timeout_ms) {
+		err_set(err, ERR_CONFIG,
+		        "KRMPOD_START_TIMEOUT (%lld ms) is longer than KRMPOD_TIMEOUT (%lld ms): "
+		        "the "
+		        "start timeout must fit in the overall timeout",
+		        (long long)s->start_timeout_ms, (long long)s->timeout_ms);
+		goto fail;
+	}
+	return 0;
+fail:
+	settings_clear(s);
+	return -1;
+}
+
+void settings_clear(struct settings *s)
+{
+	free(s->namespace);
+	free(s->cpu_request);
+	free(s->cpu_limit);
+	free(s->memory_request);
+	free(s->memory_limit);
+	for (size_t i = 0; i < s->n_labels; i++) {
+		free(s->labels[i].key);
+		free(s->labels[i].value);
+	}
+	free(s->labels);
+	free(s->owner_pod);
+	free(s->owner_uid);
+	memset(s, 0, sizeof(*s));
+}

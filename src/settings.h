@@ -1,0 +1,46 @@
+/* settings.h — krmpod's settings from the environment (documented in README.md, "Settings").
+ * Every variable is validated; a bad value is an ERR_CONFIG error naming the variable, its
+ * value and the expected form. */
+#ifndef KRMPOD_SETTINGS_H
+#define KRMPOD_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct label {
+	char *key;
+	char *value;
+};
+
+struct settings {
+	char *namespace;          /* KRMPOD_NAMESPACE, or NULL: use the config's namespace */
+	int64_t start_timeout_ms; /* KRMPOD_START_TIMEOUT (default 120s) */
+	int64_t timeout_ms;       /* KRMPOD_TIMEOUT: whole function run (default 300s) */
+	char *cpu_request;        /* KRMPOD_CPU_REQUEST (default 100m) */
+	char *cpu_limit;          /* KRMPOD_CPU_LIMIT (default 1) */
+	char *memory_request;     /* KRMPOD_MEMORY_REQUEST (default 64Mi) */
+	char *memory_limit;       /* KRMPOD_MEMORY_LIMIT (default 512Mi) */
+	struct label *labels;     /* KRMPOD_EXTRA_LABELS "k=v,k2=v2" */
+	size_t n_labels;
+	char *owner_pod; /* KRMPOD_OWNER_POD (downward API metadata.name) */
+	char *owner_uid; /* KRMPOD_OWNER_UID (downward API metadata.uid) */
+};
+
+/* Reads all settings from `getenv`. On failure *s is cleared. */
+int settings_load(struct settings *s, struct err **err);
+void settings_clear(struct settings *s);
+
+/* Parses a duration: "90" (seconds), "500ms", "90s", "2m", "1h"; > 0. `var` names the
+ * variable for the error. */
+int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err);
+
+/* Checks a Kubernetes resource quantity ("100m", "1", "0.5", "512Mi", "1G", "1e3"). */
+int settings_check_quantity(const char *var, const char *text, struct err **err);
+
+/* Checks a label key (optional DNS-subdomain prefix + "/" + name of ≤ 63 chars) and value
+ * (≤ 63 chars, alnum at both ends, [-_.] inside, may be empty). */
+int settings_check_label(const char *var, const char *key, const char *value, struct err **err);
+
+#endif

@@ -1,0 +1,154 @@
+/* Unit tests: the docker run / docker version parser. */
+#include "check.h"
+#include "docker_args.h"
+#include "err.h"
+
+static char *env_fixture[] = {"FROM_ENV=hello", "EMPTY=", NULL};
+
+static int parse(struct fn_request *req, struct err **e, char **argv, int argc)
+{
+	memset(req, 0, sizeof(*req));
+	return docker_args_parse(argc, argv, env_fixture, req, e);
+}
+
+#define ARGV(...) ((char *[]){__VA_ARGS__}), (int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *))
+
+TEST(kustomize_line)
+{
+	struct fn_request req;
+	struct err *e = NULL;
+	/* Exactly what kustomize 5.5 emits (sorted K=V, then bare names). */
+	int rc = parse(&req, &e,
+	               ARGV("--rm", "-i", "-a", "STDIN", "-a", "STDOUT", "-a", "STDERR",
+	                    "--network", "none", "--user", "nobody",
+	                    "--security-opt=no-new-privileges", "-e", "LOG_TO_STDERR=true", "-e",
+	                    "STRUCTURED_RESULTS=true", "-e", "FROM_ENV", "example.com/fn:v1"));
+	CHECK_INT(rc, 0);
+	CHECK_STR(req.image, "example.com/fn:v1");
+	CHECK_INT(req.n_args, 0);
+	CHECK(req.want_stdin);
+	CHECK_INT(req.network, FN_NETWORK_NONE);
+	CHECK_INT(req.run_as_user, 65534);
+	CHECK_INT(req.n_env, 3);
+	if (req.n_env == 3) {
+		CHECK_STR(req.env[0].name, "LOG_TO_STDERR");
+		CHECK_STR(req.env[0].value, "true");
+		CHECK_STR(req.env[2].name, "FROM_ENV");
+		CHECK_STR(req.env[2].value, "hello");
+	}
+	fn_request_clear(&req);
+	err_free(e);
+}
+
+TEST(equals_forms_and_args)
+{
+	struct fn_request req;
+	struct err *e = NULL;
+	int rc = parse(&req, &e,
+	               ARGV("--network=host", "--pull", "never", "-eA=1=2", "--env=B=", "-u",
+	                    "1000:2000", "img", "arg1", "--flag-for-container"));
+	CHECK_INT(rc, 0);
+	CHECK_INT(req.network, FN_NETWORK_HOST);
+	CHECK_INT(req.pull, FN_PULL_NEVER);
+	CHECK_INT(req.run_as_user, 1000);
+	CHECK_INT(req.run_as_group, 2000);
+	CHECK_INT(req.n_env, 2);
+	if (req.n_env == 2) {
+		CHECK_STR(req.env[0].value, "1=2");
+		CHECK_STR(req.env[1].name, "B");
+		CHECK_STR(req.env[1].value, "");
+	}
+	CHECK_INT(req.n_args, 2);
+	if (req.n_args == 2)
+		CHECK_STR(req.args[1], "--flag-for-container");
+	fn_request_clear(&req);
+	err_free(e);
+}
+
+TEST(bare_env_unset_is_left_out)
+{
+	struct fn_request req;
+	struct err *e = NULL;
+	CHECK_INT(parse(&req, &e, ARGV("-e", "NOT_SET_ANYWHERE", "-e", "EMPTY", "img")), 0);
+	CHECK_INT(req.n_env, 1);
+	if (req.n_env == 1) {
+		CHECK_STR(req.env[0].name, "EMPTY");
+		CHECK_STR(req.env[0].value, "");
+	}
+	fn_request_clear(&req);
+	err_free(e);
+}
+
+TEST(later_env_replaces_earlier)
+{
+	struct fn_request req;
+	struct err *e = NULL;
+	CHECK_INT(parse(&req, &e, ARGV("-e", "A=1", "-e", "A=2", "img")), 0);
+	CHECK_INT(req.n_env, 1);
+	if (req.n_env == 1)
+		CHECK_STR(req.env[0].value, "2");
+	fn_request_clear(&req);
+	err_free(e);
+}
+
+static void expect_usage(char **argv, int argc, const char *needle)
+{
+	struct fn_request req;
+	struct err *e = NULL;
+	int rc = parse(&req, &e, argv, argc);
+	CHECK_INT(rc, -1);
+	CHECK(e != NULL && e->code == ERR_USAGE);
+	if (e)
+		CHECK_CONTAINS(e->msg, needle);
+	fn_request_clear(&req);
+	err_free(e);
+}
+
+TEST(errors_name_the_flag)
+{
+	expect_usage(ARGV("--privileged", "img"), "unknown flag --privileged");
+	expect_usage(ARGV("-it", "img"), "unknown flag -t");
+	expect_usage(ARGV("--mount", "type=bind,source=/a,target=/b", "img"),
+	             "mounts are not supported yet");
+	expect_usage(ARGV("--network", "bridge", "img"), "--network bridge");
+	expect_usage(ARGV("--user", "root", "img"), "--user root");
+	expect_usage(ARGV("--user", "0", "img"), "never run as root");
+	expect_usage(ARGV("-a", "STDFOO", "img"), "-a STDFOO");
+	expect_usage(ARGV("--security-opt", "seccomp=unconfined", "img"), "seccomp=unconfined");
+	expect_usage(ARGV("--pull", "sometimes", "img"), "--pull sometimes");
+	expect_usage(ARGV("-e"), "flag -e needs a value");
+	expect_usage(ARGV("--rm", "-i"), "no image given");
+	expect_usage(ARGV("-e", "=x", "img"), "variable name is empty");
+}
+
+TEST(version)
+{
+	char *out = NULL;
+	struct err *e = NULL;
+	CHECK_INT(docker_args_version(0, NULL, "1.2.3", &out, &e), 0);
+	CHECK_CONTAINS(out, "Version:     1.2.3");
+	free(out);
+	out = NULL;
+	char *fmt[] = {"--format", "{{.Client.Version}}"};
+	CHECK_INT(docker_args_version(2, fmt, "1.2.3", &out, &e), 0);
+	CHECK_STR(out, "1.2.3\n");
+	free(out);
+	out = NULL;
+	char *bad[] = {"--bogus"};
+	CHECK_INT(docker_args_version(1, bad, "1.2.3", &out, &e), -1);
+	CHECK(e != NULL);
+	if (e)
+		CHECK_CONTAINS(e->msg, "--bogus");
+	err_free(e);
+}
+
+int main(void)
+{
+	RUN(kustomize_line);
+	RUN(equals_forms_and_args);
+	RUN(bare_env_unset_is_left_out);
+	RUN(later_env_replaces_earlier);
+	RUN(errors_name_the_flag);
+	RUN(version);
+	return check_summary();
+}

@@ -1,0 +1,141 @@
+/* Unit tests: the function Pod. Parses the generated JSON back and checks every field the
+ * Pod Security "restricted" profile and design.md §3.3 require. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "json.h"
+#include "pod_spec.h"
+
+static struct json *build(struct fn_request *req, struct settings *s)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	pod_spec_build(req, s, &b);
+	struct json *j = NULL;
+	struct err *e = NULL;
+	if (json_parse(b.data, b.len, "pod", &j, &e) < 0) {
+		fprintf(stderr, "parse: %s\n%s\n", e->msg, b.data);
+		err_free(e);
+	}
+	buf_free(&b);
+	return j;
+}
+
+static struct settings base_settings(void)
+{
+	struct settings s = {0};
+	s.timeout_ms = 299500;
+	s.start_timeout_ms = 120000;
+	s.cpu_request = "100m";
+	s.cpu_limit = "1";
+	s.memory_request = "64Mi";
+	s.memory_limit = "512Mi";
+	return s;
+}
+
+TEST(locked_down)
+{
+	struct fn_env env[] = {{"A", "1"}, {"QUOTE", "say \"hi\"\n"}};
+	struct fn_request req = {.image = "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0",
+	                         .env = env,
+	                         .n_env = 2,
+	                         .run_as_user = 65534,
+	                         .run_as_group = 65534,
+	                         .want_stdin = true};
+	struct settings s = base_settings();
+	struct json *p = build(&req, &s);
+	CHECK(p != NULL);
+	CHECK_STR(json_str(json_path(p, "kind")), "Pod");
+	CHECK_STR(json_str(json_path(p, "metadata.generateName")), "krmpod-set-labels-");
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.labels"), "krmpod.dev/network")),
+	          "none");
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.labels"), "krmpod.dev/function")),
+	          "true");
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.annotations"), "krmpod.dev/image")),
+	          req.image);
+	CHECK(json_path(p, "metadata.ownerReferences") == NULL);
+	long long v = 0;
+	bool bv = true;
+	CHECK(json_int(json_path(p, "spec.activeDeadlineSeconds"), &v) && v == 300);
+	CHECK(json_bool(json_path(p, "spec.automountServiceAccountToken"), &bv) && !bv);
+	CHECK(json_bool(json_path(p, "spec.enableServiceLinks"), &bv) && !bv);
+	CHECK(json_bool(json_path(p, "spec.hostNetwork"), &bv) && !bv);
+	CHECK_STR(json_str(json_path(p, "spec.restartPolicy")), "Never");
+	CHECK(json_bool(json_path(p, "spec.securityContext.runAsNonRoot"), &bv) && bv);
+	CHECK(json_int(json_path(p, "spec.securityContext.runAsUser"), &v) && v == 65534);
+	CHECK_STR(json_str(json_path(p, "spec.securityContext.seccompProfile.type")),
+	          "RuntimeDefault");
+	const struct json *c = json_path(p, "spec.containers[0]");
+	CHECK_STR(json_str(json_get(c, "name")), "fn");
+	CHECK_STR(json_str(json_get(c, "image")), req.image);
+	CHECK(json_bool(json_get(c, "stdin"), &bv) && bv);
+	CHECK(json_bool(json_get(c, "stdinOnce"), &bv) && bv);
+	CHECK(json_bool(json_get(c, "tty"), &bv) && !bv);
+	CHECK(json_get(c, "imagePullPolicy") == NULL);
+	CHECK(json_bool(json_path(c, "securityContext.allowPrivilegeEscalation"), &bv) && !bv);
+	CHECK_STR(json_str(json_path(c, "securityContext.capabilities.drop[0]")), "ALL");
+	CHECK_STR(json_str(json_path(c, "resources.limits.memory")), "512Mi");
+	CHECK_STR(json_str(json_path(c, "resources.requests.cpu")), "100m");
+	CHECK_STR(json_str(json_get(c, "terminationMessagePolicy")), "FallbackToLogsOnError");
+	CHECK_STR(json_str(json_path(c, "env[1].value")), "say \"hi\"\n");
+	CHECK_INT(json_len(json_get(c, "env")), 2);
+	json_free(p);
+}
+
+TEST(network_owner_labels_pull_args)
+{
+	struct label labels[] = {{"team", "a"}};
+	char *args[] = {"--x"};
+	struct fn_request req = {.image = "fn",
+	                         .network = FN_NETWORK_HOST,
+	                         .pull = FN_PULL_NEVER,
+	                         .args = args,
+	                         .n_args = 1,
+	                         .run_as_user = 1000,
+	                         .run_as_group = 1000};
+	struct settings s = base_settings();
+	s.labels = labels;
+	s.n_labels = 1;
+	s.owner_pod = "argocd-repo-server-7c9";
+	s.owner_uid = "uid-1";
+	struct json *p = build(&req, &s);
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.labels"), "krmpod.dev/network")),
+	          "granted");
+	CHECK_STR(json_str(json_path(p, "metadata.labels.team")), "a");
+	CHECK_STR(json_str(json_path(p, "metadata.ownerReferences[0].kind")), "Pod");
+	CHECK_STR(json_str(json_path(p, "metadata.ownerReferences[0].name")), s.owner_pod);
+	CHECK_STR(json_str(json_path(p, "metadata.ownerReferences[0].uid")), "uid-1");
+	bool bv = true;
+	CHECK(json_bool(json_path(p, "metadata.ownerReferences[0].blockOwnerDeletion"), &bv) &&
+	      !bv);
+	CHECK_STR(json_str(json_path(p, "spec.containers[0].imagePullPolicy")), "Never");
+	CHECK_STR(json_str(json_path(p, "spec.containers[0].args[0]")), "--x");
+	long long v = 0;
+	CHECK(json_int(json_path(p, "spec.securityContext.runAsUser"), &v) && v == 1000);
+	CHECK(json_bool(json_path(p, "spec.hostNetwork"), &bv) && !bv);
+	json_free(p);
+}
+
+TEST(generate_name)
+{
+	char *n = pod_spec_generate_name("REGISTRY:5000/Org/My_Fn.v2:tag@sha256:abc");
+	CHECK_STR(n, "krmpod-my-fn-v2-");
+	free(n);
+	n = pod_spec_generate_name("x/----");
+	CHECK_STR(n, "krmpod-");
+	free(n);
+	char longname[200];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	n = pod_spec_generate_name(longname);
+	CHECK(strlen(n) + 5 <= 63);
+	free(n);
+}
+
+int main(void)
+{
+	RUN(locked_down);
+	RUN(network_owner_labels_pull_args);
+	RUN(generate_name);
+	return check_summary();
+}

@@ -1,0 +1,139 @@
+/* Unit tests: settings from the environment. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "settings.h"
+
+static const char *const vars[] = {
+        "KRMPOD_NAMESPACE", "KRMPOD_START_TIMEOUT",  "KRMPOD_TIMEOUT",      "KRMPOD_CPU_REQUEST",
+        "KRMPOD_CPU_LIMIT", "KRMPOD_MEMORY_REQUEST", "KRMPOD_MEMORY_LIMIT", "KRMPOD_EXTRA_LABELS",
+        "KRMPOD_OWNER_POD", "KRMPOD_OWNER_UID"};
+
+static void clear_env(void)
+{
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+TEST(defaults)
+{
+	clear_env();
+	struct settings s;
+	struct err *e = NULL;
+	CHECK_INT(settings_load(&s, &e), 0);
+	CHECK(s.namespace == NULL);
+	CHECK_INT(s.start_timeout_ms, 120000);
+	CHECK_INT(s.timeout_ms, 300000);
+	CHECK_STR(s.cpu_request, "100m");
+	CHECK_STR(s.memory_limit, "512Mi");
+	CHECK_INT(s.n_labels, 0);
+	settings_clear(&s);
+	err_free(e);
+}
+
+TEST(values)
+{
+	clear_env();
+	setenv("KRMPOD_NAMESPACE", "krmpod-functions", 1);
+	setenv("KRMPOD_START_TIMEOUT", "1500ms", 1);
+	setenv("KRMPOD_TIMEOUT", "2m", 1);
+	setenv("KRMPOD_MEMORY_LIMIT", "1Gi", 1);
+	setenv("KRMPOD_EXTRA_LABELS", "team=a, example.com/tier=fn ,", 1);
+	setenv("KRMPOD_OWNER_POD", "argocd-repo-server-abc", 1);
+	setenv("KRMPOD_OWNER_UID", "1234-5678", 1);
+	struct settings s;
+	struct err *e = NULL;
+	CHECK_INT(settings_load(&s, &e), 0);
+	CHECK_STR(s.namespace, "krmpod-functions");
+	CHECK_INT(s.start_timeout_ms, 1500);
+	CHECK_INT(s.timeout_ms, 120000);
+	CHECK_STR(s.memory_limit, "1Gi");
+	CHECK_INT(s.n_labels, 2);
+	if (s.n_labels == 2) {
+		CHECK_STR(s.labels[1].key, "example.com/tier");
+		CHECK_STR(s.labels[1].value, "fn");
+	}
+	CHECK_STR(s.owner_uid, "1234-5678");
+	settings_clear(&s);
+	err_free(e);
+	clear_env();
+}
+
+TEST(short_timeout_clamps_default_start_timeout)
+{
+	clear_env();
+	setenv("KRMPOD_TIMEOUT", "30", 1);
+	struct settings s;
+	struct err *e = NULL;
+	CHECK_INT(settings_load(&s, &e), 0);
+	CHECK_INT(s.start_timeout_ms, 30000);
+	settings_clear(&s);
+	clear_env();
+}
+
+static void expect_error(const char *var, const char *value, const char *needle)
+{
+	clear_env();
+	setenv(var, value, 1);
+	struct settings s;
+	struct err *e = NULL;
+	CHECK_INT(settings_load(&s, &e), -1);
+	CHECK(e && e->code == ERR_CONFIG);
+	if (e) {
+		CHECK_CONTAINS(e->msg, var);
+		CHECK_CONTAINS(e->msg, needle);
+	}
+	err_free(e);
+	clear_env();
+}
+
+TEST(bad_values_name_the_variable)
+{
+	expect_error("KRMPOD_TIMEOUT", "soon", "not a duration");
+	expect_error("KRMPOD_TIMEOUT", "-5", "not a duration");
+	expect_error("KRMPOD_START_TIMEOUT", "10x", "not a duration");
+	expect_error("KRMPOD_CPU_LIMIT", "lots", "not a Kubernetes quantity");
+	expect_error("KRMPOD_MEMORY_REQUEST", "12Mb", "not a Kubernetes quantity");
+	expect_error("KRMPOD_NAMESPACE", "Bad_NS", "not a valid namespace");
+	expect_error("KRMPOD_EXTRA_LABELS", "novalue", "not key=value");
+	expect_error("KRMPOD_EXTRA_LABELS", "a=b c", "not a valid value");
+	expect_error("KRMPOD_EXTRA_LABELS", "krmpod.dev/network=granted", "cannot be overridden");
+	expect_error("KRMPOD_OWNER_POD", "x", "KRMPOD_OWNER_UID");
+}
+
+TEST(start_timeout_longer_than_timeout)
+{
+	clear_env();
+	setenv("KRMPOD_TIMEOUT", "10s", 1);
+	setenv("KRMPOD_START_TIMEOUT", "20s", 1);
+	struct settings s;
+	struct err *e = NULL;
+	CHECK_INT(settings_load(&s, &e), -1);
+	if (e)
+		CHECK_CONTAINS(e->msg, "KRMPOD_START_TIMEOUT");
+	err_free(e);
+	clear_env();
+}
+
+TEST(quantities)
+{
+	struct err *e = NULL;
+	const char *good[] = {"100m", "1", "0.5", "512Mi", "1G", "1e3", "2Ki"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK_INT(settings_check_quantity("X", good[i], &e), 0);
+	const char *bad[] = {"", "m", "-1", "1.2.3", "1Mb", "1e"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT(settings_check_quantity("X", bad[i], &e), -1);
+	err_free(e);
+}
+
+int main(void)
+{
+	RUN(defaults);
+	RUN(values);
+	RUN(short_timeout_clamps_default_start_timeout);
+	RUN(bad_values_name_the_variable);
+	RUN(start_timeout_longer_than_timeout);
+	RUN(quantities);
+	return check_summary();
+}
