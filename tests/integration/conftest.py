@@ -1,0 +1,171 @@
+"""Integration-test harness: a kubesim per session, the krmpod binary under test
+(KRMPOD_BIN: the ASan build or the static one), real kustomize (`kubectl kustomize`), and the
+"no pod left behind" check after every test."""
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+import http.client
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+KUBESIM = os.path.join(ROOT, "tests", "kubesim", "kubesim")
+IMAGES = os.path.join(ROOT, "tests", "fixtures", "images")
+KRMPOD_BIN = os.environ.get("KRMPOD_BIN", os.path.join(ROOT, "build", "asan", "krmpod"))
+IS_ASAN = "/asan/" in KRMPOD_BIN
+
+
+class Kubesim:
+    def __init__(self, state):
+        self.state = state
+        self.proc = subprocess.Popen(
+            [KUBESIM, "--port", "0", "--images", IMAGES, "--state", state],
+            stdout=subprocess.PIPE, stderr=open(os.path.join(state, "kubesim.stderr"), "w"),
+            text=True)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("https://"):
+            raise RuntimeError("kubesim did not print its URL: %r" % self.url)
+        u = urlparse(self.url)
+        self.host, self.port = u.hostname, u.port
+        self.kubeconfig = os.path.join(state, "kubeconfig")
+        self.token = open(os.path.join(state, "token")).read().strip()
+        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "ca.crt"))
+
+    def control(self, method, path, body=None):
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=10)
+        headers = {"Authorization": "Bearer " + self.token}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        conn.close()
+        if resp.status >= 300:
+            raise RuntimeError("kubesim %s %s: %d %s" % (method, path, resp.status, text))
+        return json.loads(text) if text else None
+
+    def faults(self, **faults):
+        self.control("PUT", "/kubesim/faults", faults)
+
+    def pods(self):
+        got = self.control("GET", "/kubesim/pods")
+        return got.get("pods", got) if isinstance(got, dict) else got
+
+    def api_pods(self, namespace="default"):
+        """The pods as the API lists them (full objects)."""
+        return self.control("GET", "/api/v1/namespaces/%s/pods" % namespace)["items"]
+
+    def reset(self):
+        self.control("POST", "/kubesim/reset")
+
+    def requests(self):
+        path = os.path.join(self.state, "requests.log")
+        with open(path) as f:
+            return f.read().splitlines()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="session")
+def kubesim_session():
+    state = tempfile.mkdtemp(prefix="krmpod-it-")
+    sim = Kubesim(state)
+    yield sim
+    sim.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def kubesim(kubesim_session):
+    """A kubesim with no faults; after the test, asserts that no pod is left behind."""
+    kubesim_session.reset()
+    yield kubesim_session
+    left = kubesim_session.pods()
+    kubesim_session.reset()
+    assert left == [], "pods left behind after the test: %r" % (left,)
+
+
+@pytest.fixture
+def shim_dir(tmp_path):
+    """A private bin dir with docker -> krmpod, as generate sets it up."""
+    d = tmp_path / "shim-bin"
+    d.mkdir()
+    os.symlink(KRMPOD_BIN, str(d / "docker"))
+    return str(d)
+
+
+def base_env(sim, shim_dir=None, **extra):
+    env = {
+        "PATH": (shim_dir + ":" if shim_dir else "") + os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "KUBECONFIG": sim.kubeconfig,
+        "KRMPOD_LOG_LEVEL": "info",
+    }
+    if IS_ASAN:
+        env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=99"
+        env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:exitcode=99"
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_shim(sim, args, stdin=b"", env=None, timeout=60, argv0="docker", shim_dir=None):
+    """Runs krmpod as `docker ARGS` and returns the CompletedProcess (bytes)."""
+    d = shim_dir or tempfile.mkdtemp(prefix="krmpod-shim-")
+    link = os.path.join(d, argv0)
+    if not os.path.exists(link):
+        os.symlink(KRMPOD_BIN, link)
+    return subprocess.run([link] + list(args), input=stdin, env=env or base_env(sim),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
+KUSTOMIZE_RUN = ["run", "--rm", "-i", "-a", "STDIN", "-a", "STDOUT", "-a", "STDERR",
+                 "--network", "none", "--user", "nobody", "--security-opt=no-new-privileges",
+                 "-e", "LOG_TO_STDERR=true", "-e", "STRUCTURED_RESULTS=true"]
+
+
+def kustomize(path, env, timeout=120):
+    return subprocess.run(["kubectl", "kustomize", "--enable-alpha-plugins", path], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
+def no_sanitizer_reports(stderr):
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+    assert "ERROR: AddressSanitizer" not in text, text
+    assert "runtime error:" not in text, text
+    assert "ERROR: LeakSanitizer" not in text, text
+
+
+def start_shim(sim, args, env=None, argv0="docker"):
+    """Starts krmpod as `docker ARGS` with a stdin pipe left open, so the function (cat) keeps
+    running, and waits until its pod runs. Returns (Popen, pod object)."""
+    d = tempfile.mkdtemp(prefix="krmpod-shim-")
+    link = os.path.join(d, argv0)
+    os.symlink(KRMPOD_BIN, link)
+    proc = subprocess.Popen([link] + list(args), env=env or base_env(sim),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        pods = [p for p in sim.api_pods()
+                if (p.get("status") or {}).get("phase") == "Running"]
+        if pods:
+            return proc, pods[0]
+        if proc.poll() is not None:
+            raise AssertionError("krmpod exited early (%s): %s" %
+                                 (proc.returncode, proc.stderr.read().decode()))
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("no running pod appeared")

@@ -1,0 +1,140 @@
+"""Each injected fault ends in success (the client recovers) or in the expected clear error."""
+from conftest import KUSTOMIZE_RUN, base_env, run_shim
+
+CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
+
+
+def ok(r, data):
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == data
+
+
+def test_image_pull_failure(kubesim):
+    kubesim.faults(pull_fail_images=["missing"])
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/missing:v9"], stdin=b"x")
+    assert r.returncode == 125
+    err = r.stderr.decode()
+    assert "example.com/missing:v9" in err and "krmpod-missing-" in err, err
+    assert "ErrImagePull" in err or "ImagePullBackOff" in err, err
+
+
+def test_invalid_image_name(kubesim):
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/Bad_Image:v1"], stdin=b"x")
+    assert r.returncode == 125
+    assert b"InvalidImageName" in r.stderr
+
+
+def test_create_container_config_error(kubesim):
+    kubesim.faults(config_error_images=["cat"])
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    assert r.returncode == 125
+    assert b"CreateContainerConfigError" in r.stderr
+
+
+def test_unschedulable_past_start_timeout(kubesim):
+    kubesim.faults(unschedulable=True)
+    r = run_shim(kubesim, CAT, stdin=b"x", env=base_env(kubesim, KRMPOD_START_TIMEOUT="1s"))
+    assert r.returncode == 125
+    err = r.stderr.decode()
+    assert "KRMPOD_START_TIMEOUT" in err and "Unschedulable" in err, err
+
+
+def test_start_latency(kubesim):
+    kubesim.faults(start_latency_ms=300)
+    ok(run_shim(kubesim, CAT, stdin=b"slow start"), b"slow start")
+
+
+def test_429_burst_with_retry_after(kubesim):
+    kubesim.faults(http_errors=[{"status": 429, "count": 2, "retry_after": 1,
+                                 "method": "POST", "path_contains": "/pods"}])
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    ok(r, b"x")
+    assert b"429" in r.stderr  # the retry is logged
+
+
+def test_429_plain_text(kubesim):
+    kubesim.faults(http_errors=[{"status": 429, "count": 1, "plain_text": True}])
+    ok(run_shim(kubesim, CAT, stdin=b"x"), b"x")
+
+
+def test_5xx_burst(kubesim):
+    kubesim.faults(http_errors=[{"status": 503, "count": 2}, {"status": 500, "count": 1}])
+    ok(run_shim(kubesim, CAT, stdin=b"x"), b"x")
+
+
+def test_persistent_5xx_is_a_clear_error(kubesim):
+    kubesim.faults(http_errors=[{"status": 500, "count": 50, "method": "POST"}])
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    assert r.returncode == 125
+    assert b"500" in r.stderr and b"create the function pod" in r.stderr
+
+
+def test_dropped_watch(kubesim):
+    kubesim.faults(drop_watch=2)
+    ok(run_shim(kubesim, CAT, stdin=b"x"), b"x")
+
+
+def test_watch_410(kubesim):
+    kubesim.faults(watch_410=1)
+    ok(run_shim(kubesim, CAT, stdin=b"x"), b"x")
+
+
+def test_watch_410_event(kubesim):
+    kubesim.faults(watch_410_event=1)
+    ok(run_shim(kubesim, CAT, stdin=b"x"), b"x")
+
+
+def test_dropped_attach_is_an_error_not_partial_success(kubesim):
+    kubesim.faults(drop_attach=1)
+    r = run_shim(kubesim, CAT, stdin=b"x" * 100000)
+    assert r.returncode == 125
+    assert b"incomplete" in r.stderr
+
+
+def test_oom_killed(kubesim):
+    kubesim.faults(oom_images=["cat"])
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    assert r.returncode == 137
+    err = r.stderr.decode()
+    assert "OOMKilled" in err and "KRMPOD_MEMORY_LIMIT" in err and "krmpod-cat-" in err, err
+
+
+def test_deadline_exceeded(kubesim):
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/sleep"], stdin=b"",
+                 env=base_env(kubesim, KRMPOD_TIMEOUT="2s"))
+    assert r.returncode == 125
+    err = r.stderr.decode()
+    assert "DeadlineExceeded" in err or "KRMPOD_TIMEOUT" in err or "timed out" in err, err
+
+
+def test_forbidden_names_the_server_message(kubesim, tmp_path):
+    ro = open(kubesim.state + "/token-readonly").read().strip()
+    r = run_shim(kubesim, CAT, stdin=b"x", env=in_cluster_env(kubesim, tmp_path, ro))
+    assert r.returncode == 125
+    assert b"403" in r.stderr and b"forbidden" in r.stderr.lower()
+
+
+def in_cluster_env(kubesim, tmp_path, token):
+    sa = tmp_path / "sa"
+    sa.mkdir(exist_ok=True)
+    (sa / "token").write_text(token + "\n")
+    (sa / "ca.crt").write_text(open(kubesim.state + "/ca.crt").read())
+    (sa / "namespace").write_text("default")
+    env = base_env(kubesim, KUBERNETES_SERVICE_HOST=kubesim.host,
+                   KUBERNETES_SERVICE_PORT=kubesim.port, KRMPOD_SERVICEACCOUNT_DIR=str(sa))
+    del env["KUBECONFIG"]
+    return env
+
+
+def test_in_cluster_token_and_401_reread(kubesim, tmp_path):
+    env = in_cluster_env(kubesim, tmp_path, kubesim.token)
+    ok(run_shim(kubesim, CAT, stdin=b"in-cluster", env=env), b"in-cluster")
+    kubesim.faults(unauthorized_count=1)
+    ok(run_shim(kubesim, CAT, stdin=b"after 401", env=env), b"after 401")
+
+
+def test_refused_token_is_401(kubesim, tmp_path):
+    env = in_cluster_env(kubesim, tmp_path, "not-a-valid-token")
+    r = run_shim(kubesim, CAT, stdin=b"x", env=env)
+    assert r.returncode == 125
+    assert b"401" in r.stderr

@@ -1,0 +1,47 @@
+"""A 50 MB ResourceList streams through with bounded memory."""
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import IS_ASAN, KRMPOD_BIN, KUSTOMIZE_RUN, base_env
+
+
+def make_resource_list(path, size):
+    item = ("- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%08d\n"
+            "  data:\n    payload: " + "x" * 900 + "\n")
+    with open(path, "w") as f:
+        f.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+        n, written = 0, 0
+        while written < size:
+            s = item % n
+            f.write(s)
+            written += len(s)
+            n += 1
+
+
+def test_50mb_resource_list(kubesim, tmp_path):
+    src = str(tmp_path / "rl.yaml")
+    make_resource_list(src, 50 * 1024 * 1024)
+    out = str(tmp_path / "out.yaml")
+    d = tempfile.mkdtemp()
+    os.symlink(KRMPOD_BIN, os.path.join(d, "docker"))
+    rss_file = str(tmp_path / "rss")
+    # A fresh wrapper process whose only child is krmpod, so RUSAGE_CHILDREN is krmpod's.
+    wrapper = ("import resource, subprocess, sys\n"
+               "rc = subprocess.call(sys.argv[2:])\n"
+               "open(sys.argv[1], 'w').write(str(resource.getrusage("
+               "resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+               "sys.exit(rc)\n")
+    with open(src, "rb") as fin, open(out, "wb") as fout:
+        r = subprocess.run(["/usr/bin/python3", "-c", wrapper, rss_file,
+                            os.path.join(d, "docker")] + KUSTOMIZE_RUN + ["example.com/cat"],
+                           stdin=fin, stdout=fout, stderr=subprocess.PIPE,
+                           env=base_env(kubesim), timeout=300)
+    peak_kb = int(open(rss_file).read())
+    assert r.returncode == 0, r.stderr.decode()
+    assert os.path.getsize(out) == os.path.getsize(src)
+    assert subprocess.run(["cmp", src, out]).returncode == 0
+    if not IS_ASAN:
+        assert peak_kb < 16 * 1024, "peak RSS %d KiB (limit 16 MiB)" % peak_kb
