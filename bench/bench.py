@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""make bench: krmpod against kubesim with injected pod-start latency, side by side with a
+kubectl-based runner (the sequence of kustomize PR 4260), in one run on one machine.
+
+For each latency L and each runner it runs the `cat` fixture N times on a small ResourceList
+and reports medians of: wall time, client CPU time (user+sys of the runner and everything it
+started), peak RSS, and API requests (from kubesim's request log). "Overhead" is wall time
+minus L minus the time the function itself takes when run directly."""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from conftest import IMAGES, KUSTOMIZE_RUN, Kubesim  # noqa: E402
+
+INPUT = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+         + b"".join(b"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm%d\n" % i
+                    for i in range(50)))
+
+
+def run_measured(argv, env):
+    """Runs argv with INPUT on stdin; returns (wall s, cpu s, maxrss KiB, rc, stdout)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as inp:
+        inp.write(INPUT)
+        inp.seek(0)
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdin=inp, stdout=out, stderr=subprocess.PIPE, env=env)
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        data = out.read()
+    if p.returncode != 0 or data != INPUT:
+        raise SystemExit("bench: %s failed (%d): %s" % (argv[0], p.returncode, err.decode()))
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--krmpod", default=os.path.join(ROOT, "build", "krmpod"))
+    ap.add_argument("-n", type=int, default=15)
+    ap.add_argument("--latencies", default="0,500")
+    ap.add_argument("--json", help="also write the results here")
+    a = ap.parse_args()
+    krmpod = os.path.abspath(a.krmpod)
+    state = tempfile.mkdtemp(prefix="krmpod-bench-")
+    sim = Kubesim(state)
+    bindir = os.path.join(state, "bin")
+    os.mkdir(bindir)
+    os.symlink(krmpod, os.path.join(bindir, "docker"))
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
+           "KUBECONFIG": sim.kubeconfig, "KRMPOD_LOG_LEVEL": "warn"}
+    runners = {
+        "krmpod": [os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + ["example.com/cat"],
+        "kubectl": [os.path.join(ROOT, "bench", "kubectl-runner.sh"), "example.com/cat"],
+    }
+    # the function's own time, run directly
+    direct = [run_measured([os.path.join(IMAGES, "cat")], env)[0] for _ in range(a.n)]
+    fn_time = statistics.median(direct)
+    results = []
+    try:
+        for lat in [int(x) for x in a.latencies.split(",")]:
+            sim.faults(start_latency_ms=lat)
+            for name, argv in runners.items():
+                rows = []
+                for _ in range(a.n):
+                    before = len(sim.requests())
+                    wall, cpu, rss = run_measured(argv, env)
+                    reqs = [l for l in sim.requests()[before:] if "/kubesim/" not in l]
+                    rows.append((wall, cpu, rss, len(reqs)))
+                    # let the baseline's background delete land before the next run
+                    for _ in range(100):
+                        if not sim.pods():
+                            break
+                        time.sleep(0.02)
+                med = lambda i: statistics.median(r[i] for r in rows)  # noqa: E731
+                results.append({
+                    "latency_ms": lat, "runner": name, "n": a.n,
+                    "wall_ms": med(0) * 1000, "cpu_ms": med(1) * 1000,
+                    "peak_rss_kib": med(2), "api_requests": med(3),
+                    "overhead_ms": (med(0) - lat / 1000 - fn_time) * 1000,
+                })
+    finally:
+        sim.stop()
+        shutil.rmtree(state, ignore_errors=True)
+    print("machine: %s, %d cores, %s; function run directly: %.1f ms (median)" %
+          (platform.platform(), os.cpu_count(), platform.processor() or platform.machine(),
+           fn_time * 1000))
+    print("%-8s %-8s %10s %10s %10s %12s %9s" % ("L (ms)", "runner", "wall ms", "overhead",
+                                                 "CPU ms", "peak RSS KiB", "requests"))
+    for r in results:
+        print("%-8d %-8s %10.1f %10.1f %10.1f %12d %9d" % (
+            r["latency_ms"], r["runner"], r["wall_ms"], r["overhead_ms"], r["cpu_ms"],
+            r["peak_rss_kib"], r["api_requests"]))
+    for lat in sorted({r["latency_ms"] for r in results}):
+        k = next(r for r in results if r["latency_ms"] == lat and r["runner"] == "krmpod")
+        b = next(r for r in results if r["latency_ms"] == lat and r["runner"] == "kubectl")
+        print("L=%d ms: kubectl/krmpod overhead ratio %.1fx, CPU ratio %.1fx" % (
+            lat, b["overhead_ms"] / max(k["overhead_ms"], 0.1), b["cpu_ms"] / max(k["cpu_ms"], 0.1)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"function_direct_ms": fn_time * 1000, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
