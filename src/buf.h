@@ -1,6 +1,6 @@
 /* buf.h — a growable byte buffer with a hard size limit.
  *
- * Every buffer filled from the network or a file has a named limit (see limits.h); buf
+ * Every buffer filled from the network or a file has a named limit (see size_limits.h); buf
  * enforces it: an append that would pass `limit` fails with ERR_IO (or the caller's own
  * wrapping) instead of growing. The data is always NUL-terminated (not counted in len) so
  * text can be used as a C string.

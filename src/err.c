@@ -35,9 +35,18 @@ int err_wrap(struct err **err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(ctx, sizeof(ctx), fmt, ap);
 	va_end(ap);
-	char old[ERR_MSG_MAX];
-	memcpy(old, (*err)->msg, sizeof(old));
-	snprintf((*err)->msg, sizeof((*err)->msg), "%s: %s", ctx, old);
+	char *msg = (*err)->msg;
+	size_t clen = strlen(ctx), olen = strlen(msg);
+	if (clen > ERR_MSG_MAX / 2)
+		clen = ERR_MSG_MAX / 2;
+	size_t keep = olen;
+	if (clen + 2 + keep > ERR_MSG_MAX - 1)
+		keep = ERR_MSG_MAX - 1 - clen - 2;
+	memmove(msg + clen + 2, msg, keep);
+	memcpy(msg, ctx, clen);
+	msg[clen] = ':';
+	msg[clen + 1] = ' ';
+	msg[clen + 2 + keep] = '\0';
 	return -1;
 }
 

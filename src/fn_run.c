@@ -14,7 +14,7 @@
 #include "kube_attach.h"
 #include "kube_http.h"
 #include "kube_watch.h"
-#include "limits.h"
+#include "size_limits.h"
 #include "log.h"
 #include "pod_spec.h"
 #include "xalloc.h"
@@ -158,7 +158,7 @@ static int not_started(struct run *r, const struct pod_state *st, bool overall, 
 {
 	const char *what = overall ? "KRMPOD_TIMEOUT" : "KRMPOD_START_TIMEOUT";
 	int64_t limit = overall ? r->s->timeout_ms : r->s->start_timeout_ms;
-	char detail[1200];
+	char detail[2700];
 	if (!st->scheduled && st->sched_reason[0])
 		snprintf(detail, sizeof(detail), "not scheduled: %s: %s", st->sched_reason,
 		         st->sched_message);

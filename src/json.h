@@ -63,6 +63,7 @@ struct jw {
 	struct buf *out;
 	int depth;
 	unsigned char first[64]; /* per depth: no element written yet */
+	bool after_key;          /* a key was written; the value needs no comma */
 };
 
 void jw_init(struct jw *w, struct buf *out);

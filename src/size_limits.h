@@ -1,6 +1,6 @@
-/* limits.h — every limit on a buffer filled from outside, named in one place. */
-#ifndef KRMPOD_LIMITS_H
-#define KRMPOD_LIMITS_H
+/* size_limits.h — every limit on a buffer filled from outside, named in one place. */
+#ifndef KRMPOD_SIZE_LIMITS_H
+#define KRMPOD_SIZE_LIMITS_H
 
 /* A non-streaming API response body (a Pod, a Status, a list of our pods). */
 #define LIMIT_API_BODY (8u << 20)

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Builds krmpod's C dependencies as static libraries from Debian trixie source packages:
+# mbedTLS, curl (HTTP/HTTPS only, mbedTLS backend), libwebsockets (client, mbedTLS), libyaml.
+#
+#   scripts/deps.sh musl    -> build/deps/musl/{include,lib,flags.mk}   (musl-gcc, for build/krmpod)
+#   scripts/deps.sh glibc   -> build/deps/glibc/{include,lib,flags.mk}  (gcc, for ASan/valgrind builds)
+#
+# Sources are fetched with `apt-get source --download-only` through a private apt
+# configuration under build/apt (the machine's own apt lists are never touched). Each orig
+# tarball's SHA-256 is pinned below and checked before it is unpacked. We build the upstream
+# (orig) sources without Debian's patches: none is needed for a static build.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+variant=${1:?usage: scripts/deps.sh musl|glibc}
+case $variant in musl | glibc) ;; *) echo "deps.sh: unknown variant '$variant' (use musl or glibc)" >&2; exit 2 ;; esac
+
+# package  debian-version  orig-tarball  sha256
+PINS=(
+	"mbedtls 3.6.6-0.1~deb13u1 mbedtls_3.6.6.orig.tar.bz2 8fb65fae8dcae5840f793c0a334860a411f884cc537ea290ce1c52bb64ca007a"
+	"curl 8.14.1-2+deb13u5 curl_8.14.1.orig.tar.gz 6766ada7101d292b42b8b15681120acd68effa4a9660935853cf6d61f0d984d4"
+	"libwebsockets 4.3.5-1+deb13u2 libwebsockets_4.3.5.orig.tar.gz 87f99ad32803ed325fceac5327aae1f5c1b417d54ee61ad36cffc8df5f5ab276"
+	"libyaml 0.2.5-2 libyaml_0.2.5.orig.tar.gz fa240dbf262be053f3898006d502d514936c818e422afdcf33921c63bed9bf2e"
+)
+
+out=$root/build/deps/$variant
+stamp=$out/.done
+pins_text=$(printf '%s\n' "${PINS[@]}")
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins_text" ]; then
+	exit 0
+fi
+
+"$root/scripts/install-build-deps.sh"
+
+src=$root/build/src
+apt_dir=$root/build/apt
+mkdir -p "$src" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+cat >"$apt_dir/sources.list" <<EOF2
+deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
+EOF2
+APT_OPTS=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
+	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "APT::Sandbox::User=root")
+
+fetched_lists=0
+fetch() { # package version tarball sha256
+	local pkg=$1 ver=$2 tarball=$3 sum=$4
+	if [ ! -f "$src/$tarball" ]; then
+		if [ $fetched_lists = 0 ]; then
+			echo "deps: updating the private trixie source list (build/apt)"
+			apt-get "${APT_OPTS[@]}" -qq update
+			fetched_lists=1
+		fi
+		echo "deps: apt-get source $pkg=$ver"
+		# apt-get source also fetches the .dsc and the Debian tarball; only the orig tarball
+		# is used, so a second try covers a transient failure of any of them.
+		(cd "$src" && apt-get "${APT_OPTS[@]}" -qq source --download-only "$pkg=$ver") ||
+			(cd "$src" && apt-get "${APT_OPTS[@]}" -qq source --download-only "$pkg=$ver") ||
+			[ -f "$src/$tarball" ] || {
+			echo "deps: cannot download the source of $pkg=$ver from Debian trixie; if trixie moved on, update PINS in scripts/deps.sh" >&2
+			exit 1
+		}
+	fi
+	local got
+	got=$(sha256sum "$src/$tarball" | cut -d' ' -f1)
+	if [ "$got" != "$sum" ]; then
+		echo "deps: $tarball: SHA-256 mismatch: expected $sum, got $got" >&2
+		exit 1
+	fi
+}
+
+for pin in "${PINS[@]}"; do
+	# shellcheck disable=SC2086
+	fetch $pin
+done
+
+if [ "$variant" = musl ]; then
+	CC=musl-gcc
+	CFLAGS="-O2 -fPIC -ffunction-sections -fdata-sections"
+else
+	CC=gcc
+	CFLAGS="-O2 -g -fPIC"
+fi
+work=$root/build/deps-work/$variant
+rm -rf "$work" "$out"
+mkdir -p "$work" "$out/include" "$out/lib"
+jobs=$(nproc)
+
+if [ "$variant" = musl ]; then
+	# musl-gcc sees only musl's headers; the kernel headers libwebsockets and curl need are
+	# made visible in the deps' own include dir.
+	for d in linux asm-generic; do ln -sfn "/usr/include/$d" "$out/include/$d"; done
+	ln -sfn /usr/include/x86_64-linux-gnu/asm "$out/include/asm"
+fi
+
+unpack() { # tarball -> prints dir
+	local dir=$work/${1%%.orig.tar.*}
+	mkdir -p "$dir"
+	tar -xf "$src/$1" -C "$dir" --strip-components=1
+	echo "$dir"
+}
+
+t0=$(date +%s)
+echo "deps[$variant]: mbedTLS"
+d=$(unpack mbedtls_3.6.6.orig.tar.bz2)
+cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
+	-DCMAKE_INSTALL_PREFIX="$out" -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DUSE_SHARED_MBEDTLS_LIBRARY=OFF \
+	-DUSE_STATIC_MBEDTLS_LIBRARY=ON -DMBEDTLS_FATAL_WARNINGS=OFF -DGEN_FILES=OFF >"$work/mbedtls.log" 2>&1
+cmake --build "$d/_b" -j "$jobs" >>"$work/mbedtls.log" 2>&1 && cmake --install "$d/_b" >>"$work/mbedtls.log" 2>&1 ||
+	{ tail -30 "$work/mbedtls.log" >&2; echo "deps: mbedTLS build failed (log: $work/mbedtls.log)" >&2; exit 1; }
+
+echo "deps[$variant]: libyaml"
+d=$(unpack libyaml_0.2.5.orig.tar.gz)
+cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS" \
+	-DCMAKE_INSTALL_PREFIX="$out" -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF -DINSTALL_CMAKE_DIR=lib/cmake/yaml >"$work/yaml.log" 2>&1
+cmake --build "$d/_b" -j "$jobs" >>"$work/yaml.log" 2>&1 && cmake --install "$d/_b" >>"$work/yaml.log" 2>&1 ||
+	{ tail -30 "$work/yaml.log" >&2; echo "deps: libyaml build failed (log: $work/yaml.log)" >&2; exit 1; }
+
+echo "deps[$variant]: curl"
+d=$(unpack curl_8.14.1.orig.tar.gz)
+(cd "$d" && env CC=$CC CFLAGS="$CFLAGS" CPPFLAGS="-I$out/include" LDFLAGS="-L$out/lib" \
+	PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$out/lib/pkgconfig" \
+	./configure --prefix="$out" --disable-shared --enable-static --with-mbedtls="$out" \
+	--disable-ftp --disable-file --disable-ldap --disable-ldaps --disable-rtsp --disable-dict \
+	--disable-telnet --disable-tftp --disable-pop3 --disable-imap --disable-smb --disable-smtp \
+	--disable-gopher --disable-mqtt --disable-manual --disable-docs --disable-ntlm --disable-alt-svc \
+	--disable-netrc --disable-progress-meter --disable-dependency-tracking --enable-threaded-resolver \
+	--without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 --without-ngtcp2 \
+	--without-brotli --without-zstd --without-zlib --without-libssh2 --without-librtmp \
+	--without-ca-bundle --without-ca-path >"$work/curl.log" 2>&1 &&
+	make -j "$jobs" -C lib >>"$work/curl.log" 2>&1 && make -C lib install >>"$work/curl.log" 2>&1 &&
+	make -C include install >>"$work/curl.log" 2>&1) ||
+	{ tail -30 "$work/curl.log" >&2; echo "deps: curl build failed (log: $work/curl.log)" >&2; exit 1; }
+
+echo "deps[$variant]: libwebsockets"
+d=$(unpack libwebsockets_4.3.5.orig.tar.gz)
+cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
+	-DCMAKE_INSTALL_PREFIX="$out" -DLWS_WITH_SHARED=OFF -DLWS_WITH_STATIC=ON -DLWS_WITH_MBEDTLS=ON \
+	-DLWS_MBEDTLS_INCLUDE_DIRS="$out/include" \
+	-DLWS_MBEDTLS_LIBRARIES="$out/lib/libmbedtls.a;$out/lib/libmbedx509.a;$out/lib/libmbedcrypto.a" \
+	-DLWS_WITHOUT_SERVER=ON -DLWS_WITHOUT_TESTAPPS=ON -DLWS_WITH_MINIMAL_EXAMPLES=OFF -DLWS_WITHOUT_EXTENSIONS=ON \
+	-DLWS_WITH_ZLIB=OFF -DLWS_WITH_ZIP_FOPS=OFF -DLWS_WITH_SOCKS5=OFF -DLWS_IPV6=ON -DLWS_WITH_HTTP2=OFF \
+	-DLWS_WITH_LIBUV=OFF -DLWS_WITH_LIBEV=OFF -DLWS_WITH_LIBEVENT=OFF -DLWS_WITH_GLIB=OFF -DLWS_WITH_SYS_SMD=OFF \
+	-DLWS_WITH_SECURE_STREAMS=OFF -DLWS_WITH_SYS_STATE=OFF -DLWS_WITH_LWSWS=OFF -DLWS_WITH_CGI=OFF \
+	-DLWS_WITH_DIR=OFF -DLWS_WITH_LEJP=OFF -DLWS_WITH_CUSTOM_HEADERS=OFF -DLWS_WITH_SYS_ASYNC_DNS=OFF \
+	-DLWS_WITH_UPNG=OFF -DLWS_WITH_JPEG=OFF -DLWS_WITH_DLO=OFF -DLWS_WITH_CACHE_NSCOOKIEJAR=OFF \
+	-DLWS_CTEST_INTERNET_AVAILABLE=OFF -DDISABLE_WERROR=ON -DLWS_HAVE_LIBCAP=OFF >"$work/lws.log" 2>&1
+cmake --build "$d/_b" -j "$jobs" >>"$work/lws.log" 2>&1 && cmake --install "$d/_b" >>"$work/lws.log" 2>&1 ||
+	{ tail -30 "$work/lws.log" >&2; echo "deps: libwebsockets build failed (log: $work/lws.log)" >&2; exit 1; }
+
+cat >"$out/flags.mk" <<EOF2
+# generated by scripts/deps.sh $variant
+DEPS_CFLAGS := -isystem $out/include -DCURL_STATICLIB
+DEPS_LIBS := $out/lib/libwebsockets.a $out/lib/libcurl.a $out/lib/libmbedtls.a $out/lib/libmbedx509.a $out/lib/libmbedcrypto.a $out/lib/libyaml.a -lpthread -lm
+EOF2
+rm -rf "$work"
+echo "$pins_text" >"$stamp"
+echo "deps[$variant]: done in $(($(date +%s) - t0)) s"
