@@ -1,9 +1,11 @@
 /* kube_http.c — see kube_http.h.
  *
- * One CURL easy handle per client, reset before each request (the connection cache
- * survives the reset, so keep-alive connections are reused). Cancellation and deadlines go
- * through the transfer's progress callback (called at least once a second by curl, and on
- * every I/O) and through retry waits that sleep in 50 ms slices.
+ * One CURL easy handle per client, driven through the client's own multi handle and reset
+ * before each request (the multi handle keeps the connection cache, so keep-alive
+ * connections are reused). The transfer loop polls in slices of at most 50 ms and checks the
+ * cancellation flag and the deadline between them, so a signal, a deadline or
+ * pod_watch_stop() ends even an idle watch stream within 50 ms; retry waits sleep in the
+ * same slices.
  */
 #include "kube_http.h"
 
@@ -31,6 +33,7 @@
 struct kube_client {
 	struct kube_config *cfg;
 	CURL *curl;
+	CURLM *multi;
 	char *base_url;                   /* https://host:port (host = tls-server-name if set) */
 	struct curl_slist *connect_to;    /* maps tls-server-name to the real host */
 	volatile sig_atomic_t *cancel;
@@ -90,6 +93,12 @@ int kube_client_new(struct kube_config *cfg, struct kube_client **out, struct er
 	struct kube_client *c = xcalloc(1, sizeof(*c));
 	c->cfg = cfg;
 	c->curl = curl;
+	c->multi = curl_multi_init();
+	if (c->multi == NULL) {
+		curl_easy_cleanup(curl);
+		free(c);
+		return err_set(err, ERR_INTERNAL, "cannot create a libcurl multi handle");
+	}
 	if (cfg->tls_server_name) {
 		cleanup_free char *host = NULL;
 		cleanup_free char *port = NULL;
@@ -111,6 +120,7 @@ void kube_client_free(struct kube_client *c)
 	if (c == NULL)
 		return;
 	curl_easy_cleanup(c->curl);
+	curl_multi_cleanup(c->multi);
 	curl_slist_free_all(c->connect_to);
 	free(c->base_url);
 	free(c);
@@ -202,6 +212,36 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 		return 1;
 	}
 	return 0;
+}
+
+/* Runs the transfer on the client's multi handle in slices of at most 50 ms, checking
+ * cancellation and the deadline between slices. */
+static CURLcode run_transfer(struct kube_client *c, CURL *h, struct xfer *x)
+{
+	curl_multi_add_handle(c->multi, h);
+	CURLcode rc = CURLE_OK;
+	int running = 1;
+	while (running) {
+		CURLMcode mc = curl_multi_perform(c->multi, &running);
+		if (mc != CURLM_OK) {
+			rc = CURLE_RECV_ERROR;
+			break;
+		}
+		if (!running)
+			break;
+		if (on_progress(x, 0, 0, 0, 0)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		curl_multi_poll(c->multi, NULL, 0, 50, NULL);
+	}
+	int left = 0;
+	CURLMsg *m;
+	while ((m = curl_multi_info_read(c->multi, &left)))
+		if (m->msg == CURLMSG_DONE && m->easy_handle == h && rc == CURLE_OK)
+			rc = m->data.result;
+	curl_multi_remove_handle(c->multi, h);
+	return rc;
 }
 
 /* Decodes a Status body (or quotes a non-Status one) into err. */
@@ -346,7 +386,7 @@ static int perform(struct kube_client *c, const char *method, const char *path,
 		}
 		int64_t t0 = kube_now_ms();
 		c->requests++;
-		CURLcode rc = curl_easy_perform(h);
+		CURLcode rc = run_transfer(c, h, &x);
 		long code = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 		if (out_status)

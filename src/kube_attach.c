@@ -1,0 +1,510 @@
+/* kube_attach.c — see kube_attach.h and docs/internals/attach-framing.md.
+ *
+ * One lws_context per stream, client only, with the TLS material handed over in memory.
+ * The main thread runs lws_service(); a 50 ms timer (lws_sul) wakes it so cancellation and
+ * deadlines are noticed even when the connection is idle. stdin is read by a small thread
+ * into a single-slot buffer (so at most one chunk of LIMIT_STDIN_CHUNK is held) that the
+ * service loop sends when the socket is writable; lws_cancel_service() wakes the loop when
+ * a chunk is ready.
+ */
+#include "kube_attach.h"
+
+#include <errno.h>
+#include <libwebsockets.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "kube_http.h"
+#include "log.h"
+#include "size_limits.h"
+#include "ws_frame.h"
+#include "xalloc.h"
+
+#define PROTOCOL "v5.channel.k8s.io"
+#define TICK_US (50 * LWS_US_PER_MS)
+
+struct kube_stream {
+	struct kube_config *cfg;
+	struct kube_stream_opts o;
+	struct lws_context *ctx;
+	struct lws *wsi;
+	lws_sorted_usec_list_t tick;
+	char *token;
+	char *host, *port_s;
+
+	/* connection state (service thread only) */
+	bool established, failed, closed, peer_closed;
+	int http_status;
+	char fail_reason[256];
+	struct ws_demux demux;
+	struct err *io_err; /* a failure inside a callback */
+
+	/* stdin: single slot filled by the reader thread */
+	pthread_t reader;
+	bool reader_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned char *slot; /* LWS_PRE + 1 + LIMIT_STDIN_CHUNK */
+	size_t slot_len;     /* payload bytes in the slot; 0 = empty */
+	bool slot_full;
+	bool in_eof;          /* reader saw EOF (after the slot was taken) */
+	bool in_error;
+	int in_errno;
+	bool close_sent;
+	volatile bool stop_reader;
+
+	struct kube_stream_result res;
+};
+
+static void emit_log(int level, const char *line)
+{
+	(void)level;
+	log_debug("lws: %.*s", (int)strcspn(line, "\n"), line);
+}
+
+static void on_tick(lws_sorted_usec_list_t *sul)
+{
+	struct kube_stream *s = lws_container_of(sul, struct kube_stream, tick);
+	lws_sul_schedule(s->ctx, 0, &s->tick, on_tick, TICK_US);
+}
+
+static int write_all_fd(int fd, const char *p, size_t n, const char *what, struct err **err)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_set(err, ERR_IO, "write %s: %s", what,
+			               errno == EPIPE ? "the reader closed it" : strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int sink(void *ud, int channel, const char *data, size_t len, struct err **err)
+{
+	struct kube_stream *s = ud;
+	if (s->o.capture_prefix && s->res.prefix_len < s->o.capture_prefix) {
+		size_t take = s->o.capture_prefix - s->res.prefix_len;
+		if (take > len)
+			take = len;
+		if (s->res.prefix == NULL)
+			s->res.prefix = xmalloc(s->o.capture_prefix);
+		memcpy(s->res.prefix + s->res.prefix_len, data, take);
+		s->res.prefix_len += take;
+	}
+	if (channel == WS_CH_STDOUT) {
+		s->res.bytes_out += len;
+		return s->o.out_fd >= 0 ? write_all_fd(s->o.out_fd, data, len, "stdout", err) : 0;
+	}
+	s->res.bytes_err += len;
+	return s->o.err_fd >= 0 ? write_all_fd(s->o.err_fd, data, len, "stderr", err) : 0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct kube_stream *s = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	unsigned char *chunk = xmalloc(LIMIT_STDIN_CHUNK);
+	for (;;) {
+		struct pollfd p = {.fd = s->o.in_fd, .events = POLLIN};
+		int pr = poll(&p, 1, 100);
+		if (s->stop_reader)
+			break;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue;
+		ssize_t n = read(s->o.in_fd, chunk, LIMIT_STDIN_CHUNK);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		while (s->slot_full && !s->stop_reader)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (s->stop_reader) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		if (n < 0) {
+			s->in_error = true;
+			s->in_errno = errno;
+		} else if (n == 0) {
+			s->in_eof = true;
+		} else {
+			memcpy(s->slot + LWS_PRE + 1, chunk, (size_t)n);
+			s->slot_len = (size_t)n;
+			s->slot_full = true;
+		}
+		bool done = n <= 0;
+		pthread_mutex_unlock(&s->lock);
+		lws_cancel_service(s->ctx);
+		if (done)
+			break;
+	}
+	free(chunk);
+	return NULL;
+}
+
+/* Sends the next stdin message if there is one; called when the socket is writable. */
+static int send_stdin(struct kube_stream *s)
+{
+	if (s->o.in_fd < 0 || s->close_sent)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	bool full = s->slot_full, eof = s->in_eof, bad = s->in_error;
+	int e = s->in_errno;
+	size_t n = s->slot_len;
+	pthread_mutex_unlock(&s->lock);
+	if (bad) {
+		err_set(&s->io_err, ERR_IO, "read stdin: %s", strerror(e));
+		return -1;
+	}
+	if (full) {
+		size_t len = ws_frame_stdin(s->slot + LWS_PRE, s->slot + LWS_PRE + 1, n);
+		if (lws_write(s->wsi, s->slot + LWS_PRE, len, LWS_WRITE_BINARY) < (int)len) {
+			err_set(&s->io_err, ERR_NET, "send stdin: the connection failed");
+			return -1;
+		}
+		s->res.bytes_in += n;
+		pthread_mutex_lock(&s->lock);
+		s->slot_full = false;
+		s->slot_len = 0;
+		pthread_cond_signal(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	} else if (eof) {
+		unsigned char msg[LWS_PRE + 2];
+		size_t len = ws_frame_stdin_close(msg + LWS_PRE);
+		if (lws_write(s->wsi, msg + LWS_PRE, len, LWS_WRITE_BINARY) < (int)len) {
+			err_set(&s->io_err, ERR_NET, "send stdin close: the connection failed");
+			return -1;
+		}
+		s->close_sent = true;
+		log_debug("stdin: %llu bytes sent, then FF 00", (unsigned long long)s->res.bytes_in);
+	}
+	return 0;
+}
+
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
+{
+	(void)user;
+	struct kube_stream *s = lws_context_user(lws_get_context(wsi));
+	if (s == NULL)
+		return 0;
+	switch (reason) {
+	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
+		if (s->token == NULL)
+			break;
+		unsigned char **p = (unsigned char **)in, *end = (*p) + len;
+		cleanup_free char *v = xasprintf("Bearer %s", s->token);
+		if (lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
+		                                (const unsigned char *)v, (int)strlen(v), p, end))
+			return -1;
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_ESTABLISHED: {
+		char proto[64] = "";
+		lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL);
+		if (strcmp(proto, PROTOCOL) != 0) {
+			s->failed = true;
+			snprintf(s->fail_reason, sizeof(s->fail_reason),
+			         "the server chose stream protocol \"%s\"; krmpod needs %s "
+			         "(Kubernetes 1.30 or newer), because older protocols cannot close "
+			         "stdin",
+			         proto, PROTOCOL);
+			return -1;
+		}
+		s->established = true;
+		if (s->o.in_fd >= 0)
+			lws_callback_on_writable(wsi);
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		s->failed = true;
+		s->http_status = (int)lws_http_client_http_response(wsi);
+		snprintf(s->fail_reason, sizeof(s->fail_reason), "%s",
+		         in ? (const char *)in : "connection failed");
+		s->wsi = NULL;
+		break;
+	case LWS_CALLBACK_CLIENT_RECEIVE: {
+		bool last = lws_is_final_fragment(wsi) && lws_remaining_packet_payload(wsi) == 0;
+		if (ws_demux_feed(&s->demux, in, len, last, sink, s, &s->io_err) < 0)
+			return -1;
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_WRITEABLE:
+		if (send_stdin(s) < 0)
+			return -1;
+		break;
+	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+		s->peer_closed = true;
+		break;
+	case LWS_CALLBACK_CLIENT_CLOSED:
+		s->closed = true;
+		s->wsi = NULL;
+		break;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		if (s->wsi && s->established)
+			lws_callback_on_writable(s->wsi);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static const struct lws_protocols protocols[] = {
+	{PROTOCOL, callback, 0, 64 * 1024, 0, NULL, 0},
+	LWS_PROTOCOL_LIST_TERM,
+};
+
+char *kube_attach_path(const char *ns, const char *pod, const char *container, bool want_stdin)
+{
+	cleanup_free char *c = kube_query_escape(container);
+	return xasprintf("/api/v1/namespaces/%s/pods/%s/attach?container=%s&stdin=%s&stdout=true"
+	                 "&stderr=true&tty=false",
+	                 ns, pod, c, want_stdin ? "true" : "false");
+}
+
+char *kube_exec_path(const char *ns, const char *pod, const char *container, bool want_stdin,
+                     const char *const *argv)
+{
+	cleanup_free char *c = kube_query_escape(container);
+	struct buf b;
+	buf_init(&b, 0);
+	buf_printf(&b,
+	           "/api/v1/namespaces/%s/pods/%s/exec?container=%s&stdin=%s&stdout=true"
+	           "&stderr=true&tty=false",
+	           ns, pod, c, want_stdin ? "true" : "false");
+	for (; argv && *argv; argv++) {
+		cleanup_free char *a = kube_query_escape(*argv);
+		buf_printf(&b, "&command=%s", a);
+	}
+	return buf_steal(&b, NULL);
+}
+
+static void split_server(const char *server, char **host, char **port)
+{
+	const char *p = server + strlen("https://");
+	const char *end = p + strcspn(p, "/");
+	if (*p == '[') {
+		const char *rb = memchr(p, ']', (size_t)(end - p));
+		if (rb) {
+			*host = xstrndup(p + 1, (size_t)(rb - p - 1));
+			*port = rb[1] == ':' ? xstrndup(rb + 2, (size_t)(end - rb - 2)) : xstrdup("443");
+			return;
+		}
+	}
+	const char *colon = memchr(p, ':', (size_t)(end - p));
+	*host = xstrndup(p, colon ? (size_t)(colon - p) : (size_t)(end - p));
+	*port = colon ? xstrndup(colon + 1, (size_t)(end - colon - 1)) : xstrdup("443");
+}
+
+static int port_number(const char *s)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+	return end != s && *end == '\0' && v > 0 && v < 65536 ? (int)v : 443;
+}
+
+/* Checks cancellation and the deadline; returns -1 with *err when the stream must stop. */
+static int check_stop(struct kube_stream *s, struct err **err)
+{
+	if (s->o.cancel && *s->o.cancel) {
+		err_set(err, ERR_SIGNAL, "stream: interrupted by signal %d", (int)*s->o.cancel);
+		(*err)->signo = *s->o.cancel;
+		return -1;
+	}
+	if (s->o.deadline_ms && kube_now_ms() >= s->o.deadline_ms)
+		return err_set(err, ERR_TIMEOUT, "stream: deadline reached");
+	return 0;
+}
+
+int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opts,
+                     struct kube_stream **out, struct err **err)
+{
+	struct kube_stream *s = xcalloc(1, sizeof(*s));
+	s->cfg = cfg;
+	s->o = *opts;
+	s->res.exit_code = -1;
+	ws_demux_init(&s->demux);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->slot = xmalloc(LWS_PRE + 1 + LIMIT_STDIN_CHUNK);
+	split_server(cfg->server, &s->host, &s->port_s);
+	if (kube_config_token(cfg, false, &s->token, err) < 0) {
+		kube_stream_free(s);
+		return -1;
+	}
+	lws_set_log_level(log_get_level() >= LOG_DEBUG ? LLL_ERR | LLL_WARN | LLL_NOTICE : 0,
+	                  emit_log);
+
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.protocols = protocols;
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.fd_limit_per_thread = 64;
+	info.user = s;
+	info.gid = (gid_t)-1;
+	info.uid = (uid_t)-1;
+	if (cfg->ca_pem) {
+		info.client_ssl_ca_mem = cfg->ca_pem;
+		info.client_ssl_ca_mem_len = (unsigned)cfg->ca_len + 1; /* PEM parsers want the NUL */
+	} else {
+		info.client_ssl_ca_filepath = "/etc/ssl/certs/ca-certificates.crt";
+	}
+	if (cfg->cert_pem) {
+		info.client_ssl_cert_mem = cfg->cert_pem;
+		info.client_ssl_cert_mem_len = (unsigned)cfg->cert_len + 1;
+		info.client_ssl_key_mem = cfg->key_pem;
+		info.client_ssl_key_mem_len = (unsigned)cfg->key_len + 1;
+	}
+	s->ctx = lws_create_context(&info);
+	if (s->ctx == NULL) {
+		kube_stream_free(s);
+		return err_set(err, ERR_NET, "stream: cannot create the WebSocket context (TLS setup)");
+	}
+	lws_sul_schedule(s->ctx, 0, &s->tick, on_tick, TICK_US);
+
+	struct lws_client_connect_info ci;
+	memset(&ci, 0, sizeof(ci));
+	ci.context = s->ctx;
+	ci.address = s->host;
+	ci.port = port_number(s->port_s);
+	ci.path = opts->path;
+	ci.host = cfg->tls_server_name ? cfg->tls_server_name : s->host;
+	ci.origin = ci.host;
+	ci.protocol = PROTOCOL;
+	ci.ssl_connection = LCCSCF_USE_SSL;
+	if (cfg->insecure)
+		ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
+		                     LCCSCF_ALLOW_EXPIRED | LCCSCF_ALLOW_INSECURE;
+	ci.pwsi = &s->wsi;
+	if (lws_client_connect_via_info(&ci) == NULL && !s->failed) {
+		kube_stream_free(s);
+		return err_set(err, ERR_NET, "stream: cannot connect to %s", cfg->server);
+	}
+	while (!s->established && !s->failed && !s->closed) {
+		if (check_stop(s, err) < 0) {
+			kube_stream_free(s);
+			return -1;
+		}
+		lws_service(s->ctx, 0);
+	}
+	if (!s->established) {
+		if (s->http_status >= 400)
+			err_set(err, ERR_API, "GET %s: %d %s: the server refused the stream upgrade (%s)",
+			        opts->path, s->http_status,
+			        s->http_status == 403   ? "Forbidden"
+			        : s->http_status == 404 ? "NotFound"
+			        : s->http_status == 401 ? "Unauthorized"
+			                                : "BadRequest",
+			        s->fail_reason);
+		else
+			err_set(err, ERR_NET, "GET %s: %s", opts->path,
+			        s->fail_reason[0] ? s->fail_reason : "the connection closed");
+		if (s->http_status && err && *err)
+			(*err)->http_status = s->http_status;
+		kube_stream_free(s);
+		return -1;
+	}
+	if (s->o.in_fd >= 0) {
+		if (pthread_create(&s->reader, NULL, reader_main, s) != 0) {
+			kube_stream_free(s);
+			return err_set(err, ERR_INTERNAL, "stream: cannot start the stdin thread");
+		}
+		s->reader_started = true;
+	}
+	*out = s;
+	return 0;
+}
+
+const char *kube_stream_prefix(const struct kube_stream *s, size_t *len)
+{
+	*len = s->res.prefix_len;
+	return s->res.prefix;
+}
+
+int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struct err **err)
+{
+	int rc = 0;
+	while (!s->closed && !s->failed) {
+		if (s->io_err)
+			break;
+		if (check_stop(s, err) < 0) {
+			rc = -1;
+			break;
+		}
+		lws_service(s->ctx, 0);
+	}
+	if (rc == 0 && s->io_err) {
+		*err = s->io_err;
+		s->io_err = NULL;
+		rc = -1;
+	}
+	if (rc == 0 && !s->demux.st.got && !s->peer_closed)
+		rc = err_set(err, ERR_NET,
+		             "stream: the connection was lost after %llu bytes of stdin, %llu of "
+		             "stdout and %llu of stderr",
+		             (unsigned long long)s->res.bytes_in, (unsigned long long)s->res.bytes_out,
+		             (unsigned long long)s->res.bytes_err);
+	if (s->demux.st.got) {
+		s->res.got_status = true;
+		s->res.status_success = s->demux.st.success;
+		snprintf(s->res.status_reason, sizeof(s->res.status_reason), "%s", s->demux.st.reason);
+		snprintf(s->res.status_message, sizeof(s->res.status_message), "%s",
+		         s->demux.st.message);
+		s->res.exit_code = s->demux.st.exit_code;
+	}
+	*res = s->res;
+	s->res.prefix = NULL; /* moved to *res */
+	return rc;
+}
+
+void kube_stream_free(struct kube_stream *s)
+{
+	if (s == NULL)
+		return;
+	if (s->reader_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stop_reader = true;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->reader, NULL);
+	}
+	if (s->ctx) {
+		lws_sul_cancel(&s->tick);
+		lws_context_destroy(s->ctx);
+	}
+	ws_demux_free(&s->demux);
+	err_free(s->io_err);
+	free(s->res.prefix);
+	if (s->token) {
+		explicit_bzero(s->token, strlen(s->token));
+		free(s->token);
+	}
+	free(s->host);
+	free(s->port_s);
+	free(s->slot);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+void kube_stream_result_clear(struct kube_stream_result *res)
+{
+	free(res->prefix);
+	res->prefix = NULL;
+	res->prefix_len = 0;
+}
