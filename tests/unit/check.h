@@ -8,6 +8,7 @@
 #define KRMPOD_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_passed, check_failed, check_current_failed;

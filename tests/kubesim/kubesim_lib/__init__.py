@@ -1,0 +1,1 @@
+"""kubesim: a stand-in for kube-apiserver + kubelet, for krmpod's tests."""
