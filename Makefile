@@ -23,18 +23,17 @@ BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DKRMPOD_VERSION='"$(VERSION)"' 
 build/deps/musl/.done build/deps/glibc/.done: build/deps/%/.done: scripts/deps.sh
 	scripts/deps.sh $*
 
--include build/deps/musl/flags.mk
-MUSL_DEPS_CFLAGS := $(DEPS_CFLAGS)
-MUSL_DEPS_LIBS := $(DEPS_LIBS)
--include build/deps/glibc/flags.mk
-GLIBC_DEPS_CFLAGS := $(DEPS_CFLAGS)
-GLIBC_DEPS_LIBS := $(DEPS_LIBS)
+# Read when a recipe runs, after the order-only .done prerequisite built them.
+MUSL_DEPS_CFLAGS = $$(cat build/deps/musl/cflags)
+MUSL_DEPS_LIBS = $$(cat build/deps/musl/libs)
+GLIBC_DEPS_CFLAGS = $$(cat build/deps/glibc/cflags)
+GLIBC_DEPS_LIBS = $$(cat build/deps/glibc/libs)
 
 # ---- musl static (shipped) ------------------------------------------------------------
 MUSL_OBJS := $(SRCS:src/%.c=build/musl/obj/%.o)
-build/musl/obj/%.o: src/%.c $(HDRS) build/deps/musl/.done
+build/musl/obj/%.o: src/%.c $(HDRS) | build/deps/musl/.done
 	@mkdir -p $(@D)
-	musl-gcc $(BASE_CFLAGS) -O2 -g $(MUSL_DEPS_CFLAGS) -c $< -o $@
+	@echo "CC(musl) $<"; musl-gcc $(BASE_CFLAGS) -O2 -g $(MUSL_DEPS_CFLAGS) -c $< -o $@
 
 build/krmpod: $(MUSL_OBJS)
 	musl-gcc -static -o $@ $(MUSL_OBJS) $(MUSL_DEPS_LIBS)
@@ -46,24 +45,24 @@ build/krmpod: $(MUSL_OBJS)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_OBJS := $(SRCS:src/%.c=build/asan/obj/%.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:src/%.c=build/asan/obj/%.o)
-build/asan/obj/%.o: src/%.c $(HDRS) build/deps/glibc/.done
+build/asan/obj/%.o: src/%.c $(HDRS) | build/deps/glibc/.done
 	@mkdir -p $(@D)
-	gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -c $< -o $@
+	@echo "CC(asan) $<"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -c $< -o $@
 build/asan/krmpod: $(ASAN_OBJS)
 	gcc $(SAN) -o $@ $(ASAN_OBJS) $(GLIBC_DEPS_LIBS)
 
 GLIBC_OBJS := $(SRCS:src/%.c=build/glibc/obj/%.o)
-build/glibc/obj/%.o: src/%.c $(HDRS) build/deps/glibc/.done
+build/glibc/obj/%.o: src/%.c $(HDRS) | build/deps/glibc/.done
 	@mkdir -p $(@D)
-	gcc $(BASE_CFLAGS) -O1 -g $(GLIBC_DEPS_CFLAGS) -c $< -o $@
+	@echo "CC(glibc) $<"; gcc $(BASE_CFLAGS) -O1 -g $(GLIBC_DEPS_CFLAGS) -c $< -o $@
 build/glibc/krmpod: $(GLIBC_OBJS)
 	gcc -o $@ $(GLIBC_OBJS) $(GLIBC_DEPS_LIBS)
 
 # ---- unit tests (C, ASan+UBSan) --------------------------------------------------------
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/asan/unit/%)
-build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS)
+build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS) | build/deps/glibc/.done
 	@mkdir -p $(@D)
-	gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
+	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
 .PHONY: all asan glibc unit test test-deps integration kubesim-test demo bench fmt fmt-check lint clean distclean image-local
 all: build/krmpod
@@ -95,7 +94,7 @@ demo: test-deps build/krmpod
 bench: test-deps build/krmpod
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
 
-lint:
+lint: test-deps
 	scripts/lint.sh
 
 fmt:

@@ -2,8 +2,8 @@
 # Builds krmpod's C dependencies as static libraries from Debian trixie source packages:
 # mbedTLS, curl (HTTP/HTTPS only, mbedTLS backend), libwebsockets (client, mbedTLS), libyaml.
 #
-#   scripts/deps.sh musl    -> build/deps/musl/{include,lib,flags.mk}   (musl-gcc, for build/krmpod)
-#   scripts/deps.sh glibc   -> build/deps/glibc/{include,lib,flags.mk}  (gcc, for ASan/valgrind builds)
+#   scripts/deps.sh musl    -> build/deps/musl/{include,lib,cflags,libs}   (musl-gcc, for build/krmpod)
+#   scripts/deps.sh glibc   -> build/deps/glibc/{include,lib,cflags,libs}  (gcc, for ASan/valgrind builds)
 #
 # Sources are fetched with `apt-get source --download-only` through a private apt
 # configuration under build/apt (the machine's own apt lists are never touched). Each orig
@@ -15,17 +15,22 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 variant=${1:?usage: scripts/deps.sh musl|glibc}
 case $variant in musl | glibc) ;; *) echo "deps.sh: unknown variant '$variant' (use musl or glibc)" >&2; exit 2 ;; esac
 
-# package  debian-version  orig-tarball  sha256
+# package  upstream-version  orig-tarball  sha256
+# The orig tarball's SHA-256 is the pin. Debian's revision of a package moves with
+# security updates (4.3.5-1+deb13u2 became +deb13u3), and the orig tarball stays the same,
+# so the newest trixie source version with the pinned upstream version is fetched.
 PINS=(
-	"mbedtls 3.6.6-0.1~deb13u1 mbedtls_3.6.6.orig.tar.bz2 8fb65fae8dcae5840f793c0a334860a411f884cc537ea290ce1c52bb64ca007a"
-	"curl 8.14.1-2+deb13u5 curl_8.14.1.orig.tar.gz 6766ada7101d292b42b8b15681120acd68effa4a9660935853cf6d61f0d984d4"
-	"libwebsockets 4.3.5-1+deb13u2 libwebsockets_4.3.5.orig.tar.gz 87f99ad32803ed325fceac5327aae1f5c1b417d54ee61ad36cffc8df5f5ab276"
-	"libyaml 0.2.5-2 libyaml_0.2.5.orig.tar.gz fa240dbf262be053f3898006d502d514936c818e422afdcf33921c63bed9bf2e"
+	"mbedtls 3.6.6 mbedtls_3.6.6.orig.tar.bz2 8fb65fae8dcae5840f793c0a334860a411f884cc537ea290ce1c52bb64ca007a"
+	"curl 8.14.1 curl_8.14.1.orig.tar.gz 6766ada7101d292b42b8b15681120acd68effa4a9660935853cf6d61f0d984d4"
+	"libwebsockets 4.3.5 libwebsockets_4.3.5.orig.tar.gz 87f99ad32803ed325fceac5327aae1f5c1b417d54ee61ad36cffc8df5f5ab276"
+	"libyaml 0.2.5 libyaml_0.2.5.orig.tar.gz fa240dbf262be053f3898006d502d514936c818e422afdcf33921c63bed9bf2e"
 )
 
 out=$root/build/deps/$variant
 stamp=$out/.done
-pins_text=$(printf '%s\n' "${PINS[@]}")
+# The stamp records the pins and this script's own hash: any change to the recipe rebuilds.
+pins_text="$(printf '%s\n' "${PINS[@]}")
+recipe $(sha256sum "$0" | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins_text" ]; then
 	exit 0
 fi
@@ -39,16 +44,23 @@ cat >"$apt_dir/sources.list" <<EOF2
 deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
 EOF2
 APT_OPTS=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "APT::Sandbox::User=root")
+	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "APT::Sandbox::User=root" -o "Dir::State::status=/dev/null")
 
 fetched_lists=0
-fetch() { # package version tarball sha256
-	local pkg=$1 ver=$2 tarball=$3 sum=$4
+fetch() { # package upstream-version tarball sha256
+	local pkg=$1 upstream=$2 tarball=$3 sum=$4 ver
 	if [ ! -f "$src/$tarball" ]; then
 		if [ $fetched_lists = 0 ]; then
 			echo "deps: updating the private trixie source list (build/apt)"
 			apt-get "${APT_OPTS[@]}" -qq update
 			fetched_lists=1
+		fi
+		# Debian versions of $pkg with upstream version $upstream, newest first.
+		ver=$(apt-cache "${APT_OPTS[@]}" showsrc "$pkg" 2>/dev/null | sed -n 's/^Version: //p' |
+			grep -E "^([0-9]+:)?${upstream//./\\.}-" | sort -V -r | head -1 || true)
+		if [ -z "$ver" ]; then
+			echo "deps: Debian trixie no longer has $pkg $upstream; update PINS in scripts/deps.sh" >&2
+			exit 1
 		fi
 		echo "deps: apt-get source $pkg=$ver"
 		# apt-get source also fetches the .dsc and the Debian tarball; only the orig tarball
@@ -56,7 +68,7 @@ fetch() { # package version tarball sha256
 		(cd "$src" && apt-get "${APT_OPTS[@]}" -qq source --download-only "$pkg=$ver") ||
 			(cd "$src" && apt-get "${APT_OPTS[@]}" -qq source --download-only "$pkg=$ver") ||
 			[ -f "$src/$tarball" ] || {
-			echo "deps: cannot download the source of $pkg=$ver from Debian trixie; if trixie moved on, update PINS in scripts/deps.sh" >&2
+			echo "deps: cannot download the source of $pkg=$ver from Debian trixie (network?)" >&2
 			exit 1
 		}
 	fi
@@ -132,6 +144,16 @@ d=$(unpack curl_8.14.1.orig.tar.gz)
 	{ tail -30 "$work/curl.log" >&2; echo "deps: curl build failed (log: $work/curl.log)" >&2; exit 1; }
 
 echo "deps[$variant]: libwebsockets"
+# libwebsockets probes mbedTLS with CHECK_FUNCTION_EXISTS, which links a test program against
+# the static libraries in the wrong order and so fails for functions mbedTLS 3.6 does have.
+# A failed probe silently turns features off (ALPN, SNI, key loading from memory), so the
+# answers are given here. All of these exist in mbedTLS 3.6.
+LWS_MBEDTLS_PROBES=()
+for f in ssl_get_alpn_protocol ssl_conf_alpn_protocols ssl_conf_sni ssl_set_hs_ca_chain \
+	ssl_set_hs_own_cert ssl_set_hs_authmode ssl_set_verify net_init x509_crt_parse_file md_setup \
+	rsa_complete internal_aes_encrypt; do
+	LWS_MBEDTLS_PROBES+=("-DLWS_HAVE_mbedtls_$f=1")
+done
 d=$(unpack libwebsockets_4.3.5.orig.tar.gz)
 cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
 	-DCMAKE_INSTALL_PREFIX="$out" -DLWS_WITH_SHARED=OFF -DLWS_WITH_STATIC=ON -DLWS_WITH_MBEDTLS=ON \
@@ -143,15 +165,15 @@ cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMA
 	-DLWS_WITH_SECURE_STREAMS=OFF -DLWS_WITH_SYS_STATE=OFF -DLWS_WITH_LWSWS=OFF -DLWS_WITH_CGI=OFF \
 	-DLWS_WITH_DIR=OFF -DLWS_WITH_LEJP=OFF -DLWS_WITH_CUSTOM_HEADERS=OFF -DLWS_WITH_SYS_ASYNC_DNS=OFF \
 	-DLWS_WITH_UPNG=OFF -DLWS_WITH_JPEG=OFF -DLWS_WITH_DLO=OFF -DLWS_WITH_CACHE_NSCOOKIEJAR=OFF \
-	-DLWS_CTEST_INTERNET_AVAILABLE=OFF -DDISABLE_WERROR=ON -DLWS_HAVE_LIBCAP=OFF >"$work/lws.log" 2>&1
+	-DLWS_CTEST_INTERNET_AVAILABLE=OFF -DDISABLE_WERROR=ON -DLWS_HAVE_LIBCAP=OFF \
+	"${LWS_MBEDTLS_PROBES[@]}" >"$work/lws.log" 2>&1
 cmake --build "$d/_b" -j "$jobs" >>"$work/lws.log" 2>&1 && cmake --install "$d/_b" >>"$work/lws.log" 2>&1 ||
 	{ tail -30 "$work/lws.log" >&2; echo "deps: libwebsockets build failed (log: $work/lws.log)" >&2; exit 1; }
 
-cat >"$out/flags.mk" <<EOF2
-# generated by scripts/deps.sh $variant
-DEPS_CFLAGS := -isystem $out/include -DCURL_STATICLIB
-DEPS_LIBS := $out/lib/libwebsockets.a $out/lib/libcurl.a $out/lib/libmbedtls.a $out/lib/libmbedx509.a $out/lib/libmbedcrypto.a $out/lib/libyaml.a -lpthread -lm
-EOF2
+# The Makefile reads these two files when a recipe runs (not when it parses), so a fresh
+# clone builds the dependencies first and then compiles against them in the same make run.
+echo "-isystem $out/include -DCURL_STATICLIB" >"$out/cflags"
+echo "$out/lib/libwebsockets.a $out/lib/libcurl.a $out/lib/libmbedtls.a $out/lib/libmbedx509.a $out/lib/libmbedcrypto.a $out/lib/libyaml.a -lpthread -lm" >"$out/libs"
 rm -rf "$work"
 echo "$pins_text" >"$stamp"
 echo "deps[$variant]: done in $(($(date +%s) - t0)) s"

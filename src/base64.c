@@ -43,9 +43,10 @@ int base64_decode(const char *text, size_t len, const char *what, char **out, si
 			int v = value_of(c);
 			if (v < 0 || pad > 0) {
 				free(res);
-				return err_set(err, ERR_CONFIG,
-				               "%s: not valid base64 (unexpected character at offset %zu)",
-				               what, i);
+				return err_set(
+				        err, ERR_CONFIG,
+				        "%s: not valid base64 (unexpected character at offset %zu)",
+				        what, i);
 			}
 			acc = (acc << 6) | (uint32_t)v;
 			quad++;
@@ -53,8 +54,8 @@ int base64_decode(const char *text, size_t len, const char *what, char **out, si
 		if (quad == 4) {
 			if (pad > 2) {
 				free(res);
-				return err_set(err, ERR_CONFIG, "%s: not valid base64 (bad padding)",
-				               what);
+				return err_set(err, ERR_CONFIG,
+				               "%s: not valid base64 (bad padding)", what);
 			}
 			res[n++] = (char)(acc >> 16);
 			if (pad < 2)

@@ -14,9 +14,9 @@
 #include "kube_attach.h"
 #include "kube_http.h"
 #include "kube_watch.h"
-#include "size_limits.h"
 #include "log.h"
 #include "pod_spec.h"
+#include "size_limits.h"
 #include "xalloc.h"
 
 /* How long an ErrImagePull may last before we call it final (kubelet turns it into
@@ -381,6 +381,12 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 	if (rc < 0) {
 		if (*r->io->cancel)
 			return cancelled(r, err);
+		if ((*err)->code == ERR_TIMEOUT)
+			return err_wrap(err,
+			                "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while "
+			                "the function ran (its output is incomplete): raise "
+			                "KRMPOD_TIMEOUT",
+			                r->req->image, r->ns, r->pod, (long long)r->s->timeout_ms);
 		return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)",
 		                r->ns, r->pod);
 	}

@@ -69,8 +69,8 @@ static bool is_number(const char *s)
 		return false;
 	/* reject things strtod accepts but YAML's core schema does not: inf, nan, hex */
 	for (const char *q = p; *q; q++)
-		if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '-' ||
-		      *q == '+'))
+		if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' ||
+		      *q == '-' || *q == '+'))
 			return false;
 	return true;
 }
@@ -127,8 +127,8 @@ static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct jso
 		               JSON_MAX_DEPTH);
 	switch (ev->type) {
 	case YAML_ALIAS_EVENT:
-		return err_set(err, ERR_IO, "%s: YAML aliases are not supported (line %zu)", ps->what,
-		               ev->start_mark.line + 1);
+		return err_set(err, ERR_IO, "%s: YAML aliases are not supported (line %zu)",
+		               ps->what, ev->start_mark.line + 1);
 	case YAML_SCALAR_EVENT:
 		if (ev->data.scalar.anchor)
 			return err_set(err, ERR_IO, "%s: YAML anchors are not supported (line %zu)",
@@ -147,12 +147,14 @@ static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct jso
 			cleanup_yaml_event yaml_event_t child;
 			if (next_event(ps, &child, err) < 0)
 				goto fail;
-			if (child.type == YAML_SEQUENCE_END_EVENT || child.type == YAML_MAPPING_END_EVENT)
+			if (child.type == YAML_SEQUENCE_END_EVENT ||
+			    child.type == YAML_MAPPING_END_EVENT)
 				break;
 			char *key = NULL;
 			if (is_map) {
 				if (child.type != YAML_SCALAR_EVENT) {
-					err_set(err, ERR_IO, "%s: only scalar keys are supported (line %zu)",
+					err_set(err, ERR_IO,
+					        "%s: only scalar keys are supported (line %zu)",
 					        ps->what, child.start_mark.line + 1);
 					goto fail;
 				}

@@ -27,7 +27,7 @@
 #include "xalloc.h"
 
 #define PROTOCOL "v5.channel.k8s.io"
-#define TICK_US (50 * LWS_US_PER_MS)
+#define TICK_US  (50 * LWS_US_PER_MS)
 
 struct kube_stream {
 	struct kube_config *cfg;
@@ -36,6 +36,10 @@ struct kube_stream {
 	struct lws *wsi;
 	lws_sorted_usec_list_t tick;
 	char *token;
+	/* The client key, NUL-terminated twice: lws hands mbedTLS key_mem_len - 1 bytes, and
+	 * mbedTLS's PEM parser needs the terminating NUL inside the length it is given. */
+	char *key_copy;
+	size_t key_copy_len;
 	char *host, *port_s;
 
 	/* connection state (service thread only) */
@@ -53,7 +57,7 @@ struct kube_stream {
 	unsigned char *slot; /* LWS_PRE + 1 + LIMIT_STDIN_CHUNK */
 	size_t slot_len;     /* payload bytes in the slot; 0 = empty */
 	bool slot_full;
-	bool in_eof;          /* reader saw EOF (after the slot was taken) */
+	bool in_eof; /* reader saw EOF (after the slot was taken) */
 	bool in_error;
 	int in_errno;
 	bool close_sent;
@@ -189,7 +193,8 @@ static int send_stdin(struct kube_stream *s)
 			return -1;
 		}
 		s->close_sent = true;
-		log_debug("stdin: %llu bytes sent, then FF 00", (unsigned long long)s->res.bytes_in);
+		log_debug("stdin: %llu bytes sent, then FF 00",
+		          (unsigned long long)s->res.bytes_in);
 	}
 	return 0;
 }
@@ -212,7 +217,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			return -1;
 		break;
 	}
-	case LWS_CALLBACK_CLIENT_ESTABLISHED: {
+	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
+		/* The response headers are only readable here, before lws frees them. */
 		char proto[64] = "";
 		lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL);
 		if (strcmp(proto, PROTOCOL) != 0) {
@@ -224,11 +230,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			         proto, PROTOCOL);
 			return -1;
 		}
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		s->established = true;
 		if (s->o.in_fd >= 0)
 			lws_callback_on_writable(wsi);
 		break;
-	}
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		s->failed = true;
 		s->http_status = (int)lws_http_client_http_response(wsi);
@@ -264,8 +272,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 }
 
 static const struct lws_protocols protocols[] = {
-	{PROTOCOL, callback, 0, 64 * 1024, 0, NULL, 0},
-	LWS_PROTOCOL_LIST_TERM,
+        {PROTOCOL, callback, 0, 64 * 1024, 0, NULL, 0},
+        LWS_PROTOCOL_LIST_TERM,
 };
 
 char *kube_attach_path(const char *ns, const char *pod, const char *container, bool want_stdin)
@@ -301,7 +309,8 @@ static void split_server(const char *server, char **host, char **port)
 		const char *rb = memchr(p, ']', (size_t)(end - p));
 		if (rb) {
 			*host = xstrndup(p + 1, (size_t)(rb - p - 1));
-			*port = rb[1] == ':' ? xstrndup(rb + 2, (size_t)(end - rb - 2)) : xstrdup("443");
+			*port = rb[1] == ':' ? xstrndup(rb + 2, (size_t)(end - rb - 2))
+			                     : xstrdup("443");
 			return;
 		}
 	}
@@ -360,20 +369,26 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 	info.uid = (uid_t)-1;
 	if (cfg->ca_pem) {
 		info.client_ssl_ca_mem = cfg->ca_pem;
-		info.client_ssl_ca_mem_len = (unsigned)cfg->ca_len + 1; /* PEM parsers want the NUL */
+		info.client_ssl_ca_mem_len =
+		        (unsigned)cfg->ca_len + 1; /* PEM parsers want the NUL */
 	} else {
 		info.client_ssl_ca_filepath = "/etc/ssl/certs/ca-certificates.crt";
 	}
 	if (cfg->cert_pem) {
 		info.client_ssl_cert_mem = cfg->cert_pem;
 		info.client_ssl_cert_mem_len = (unsigned)cfg->cert_len + 1;
-		info.client_ssl_key_mem = cfg->key_pem;
-		info.client_ssl_key_mem_len = (unsigned)cfg->key_len + 1;
+		s->key_copy_len = cfg->key_len + 2;
+		s->key_copy = xmalloc(s->key_copy_len);
+		memcpy(s->key_copy, cfg->key_pem, cfg->key_len);
+		s->key_copy[cfg->key_len] = s->key_copy[cfg->key_len + 1] = '\0';
+		info.client_ssl_key_mem = s->key_copy;
+		info.client_ssl_key_mem_len = (unsigned)s->key_copy_len;
 	}
 	s->ctx = lws_create_context(&info);
 	if (s->ctx == NULL) {
 		kube_stream_free(s);
-		return err_set(err, ERR_NET, "stream: cannot create the WebSocket context (TLS setup)");
+		return err_set(err, ERR_NET,
+		               "stream: cannot create the WebSocket context (TLS setup)");
 	}
 	lws_sul_schedule(s->ctx, 0, &s->tick, on_tick, TICK_US);
 
@@ -388,8 +403,9 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 	ci.protocol = PROTOCOL;
 	ci.ssl_connection = LCCSCF_USE_SSL;
 	if (cfg->insecure)
-		ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
-		                     LCCSCF_ALLOW_EXPIRED | LCCSCF_ALLOW_INSECURE;
+		ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED |
+		                     LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK | LCCSCF_ALLOW_EXPIRED |
+		                     LCCSCF_ALLOW_INSECURE;
 	ci.pwsi = &s->wsi;
 	if (lws_client_connect_via_info(&ci) == NULL && !s->failed) {
 		kube_stream_free(s);
@@ -404,7 +420,8 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 	}
 	if (!s->established) {
 		if (s->http_status >= 400)
-			err_set(err, ERR_API, "GET %s: %d %s: the server refused the stream upgrade (%s)",
+			err_set(err, ERR_API,
+			        "GET %s: %d %s: the server refused the stream upgrade (%s)",
 			        opts->path, s->http_status,
 			        s->http_status == 403   ? "Forbidden"
 			        : s->http_status == 404 ? "NotFound"
@@ -457,12 +474,14 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 		rc = err_set(err, ERR_NET,
 		             "stream: the connection was lost after %llu bytes of stdin, %llu of "
 		             "stdout and %llu of stderr",
-		             (unsigned long long)s->res.bytes_in, (unsigned long long)s->res.bytes_out,
+		             (unsigned long long)s->res.bytes_in,
+		             (unsigned long long)s->res.bytes_out,
 		             (unsigned long long)s->res.bytes_err);
 	if (s->demux.st.got) {
 		s->res.got_status = true;
 		s->res.status_success = s->demux.st.success;
-		snprintf(s->res.status_reason, sizeof(s->res.status_reason), "%s", s->demux.st.reason);
+		snprintf(s->res.status_reason, sizeof(s->res.status_reason), "%s",
+		         s->demux.st.reason);
 		snprintf(s->res.status_message, sizeof(s->res.status_message), "%s",
 		         s->demux.st.message);
 		s->res.exit_code = s->demux.st.exit_code;
@@ -493,6 +512,10 @@ void kube_stream_free(struct kube_stream *s)
 	if (s->token) {
 		explicit_bzero(s->token, strlen(s->token));
 		free(s->token);
+	}
+	if (s->key_copy) {
+		explicit_bzero(s->key_copy, s->key_copy_len);
+		free(s->key_copy);
 	}
 	free(s->host);
 	free(s->port_s);

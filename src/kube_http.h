@@ -10,9 +10,12 @@
  * not a Status (429 may be plain text) are quoted, cut to 512 bytes.
  *
  * Retries (bounded): 429 and 5xx are retried up to 5 times, honouring Retry-After (capped at
- * 10 s per wait) or else backing off 100 ms, 200 ms, 400 ms...; a GET (not a watch) is also
- * retried on connection errors (reset, refused). A 401 re-reads the token file once and
- * retries. Every wait is bounded by the client's deadline and stops on cancellation.
+ * 10 s per wait) or else backing off 100 ms, 200 ms, 400 ms...; a GET or DELETE (not a
+ * stream) is also retried on connection errors (reset, empty reply, cut body), and any
+ * request when the connection was refused (nothing was sent; a POST that may have reached
+ * the server is never sent again). A 401 re-reads the token file once and retries (when the
+ * token comes from a file). A wait that would pass the deadline is not started: the last
+ * error is returned instead. Every wait stops on cancellation.
  *
  * At debug level every request is logged: method, path, status, time.
  */
@@ -22,6 +25,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "err.h"
 #include "json.h"
@@ -70,5 +74,17 @@ int64_t kube_now_ms(void);
 
 /* Escapes s for use in a URL query value (RFC 3986 unreserved kept). Returns a new string. */
 char *kube_query_escape(const char *s);
+
+/* The pure parts of the error and retry handling, exported for unit tests. */
+
+/* Fills *err for a non-2xx answer as described at the top (ERR_API, http_status, reason,
+ * "METHOD PATH: CODE REASON: message", the first causes of a 400/422 added when the message
+ * does not already name them). body may be NULL. Always returns -1. */
+int kube_status_error(const char *method, const char *path, long status, const char *body,
+                      size_t body_len, struct err **err);
+
+/* Parses a Retry-After header value: delta-seconds or an HTTP-date (relative to `now`).
+ * Returns the wait in ms (0 for a date in the past), or -1 if the value is not valid. */
+int64_t kube_retry_after_ms(const char *value, time_t now);
 
 #endif

@@ -1,8 +1,22 @@
 /* kube_watch.c — see kube_watch.h.
  *
- * The thread owns a kube_client whose cancel flag is the watch's own `stop` flag, so
- * pod_watch_stop() ends an idle stream within one 50 ms poll slice of kube_http. Events are
- * newline-delimited JSON; a line is assembled in a buffer bounded by LIMIT_WATCH_EVENT.
+ * Threads and state: the watch thread owns a kube_client and a working copy of the pod's
+ * state (`cur`); after each change it publishes a copy under the lock (`state`) and wakes
+ * the waiters (a condition variable on CLOCK_MONOTONIC). Only the thread touches the
+ * client.
+ *
+ * Stopping: the client's cancel flag is the watch's `stop` flag. kube_http drives every
+ * transfer in poll slices of at most 50 ms and checks that flag between them, and the
+ * thread's own backoff sleeps use the same slices, so pod_watch_stop() returns within about
+ * 50–100 ms even while the thread sits in an idle watch stream. (Caveat: a DNS lookup made
+ * by a libcurl built without the threaded resolver would block; ours has it.)
+ *
+ * The stream: newline-delimited JSON events, assembled into lines in a buffer bounded by
+ * LIMIT_WATCH_EVENT. Reconnects (a clean end, a dropped connection, a 410 that needs a
+ * re-GET) start from the last resourceVersion seen, bookmarks included. A connection that
+ * ends without progress (no event, shorter than WATCH_PROGRESS_MS) counts as a failure;
+ * WATCH_MAX_FAILURES of them in a row end the watch with ERR_NET and the last error. Runs
+ * of 410 Expired without any event in between are bounded the same way.
  */
 #include "kube_watch.h"
 
@@ -13,55 +27,80 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
 #include "cleanup.h"
 #include "log.h"
 #include "size_limits.h"
 #include "xalloc.h"
 
-#define WATCH_TIMEOUT_S 290
-#define MAX_FAILURES 5
+#define WATCH_TIMEOUT_S    300   /* timeoutSeconds of each watch request */
+#define WATCH_GRACE_MS     30000 /* client deadline past timeoutSeconds: a stuck stream ends */
+#define WATCH_MAX_FAILURES 5     /* connections in a row without progress */
+#define WATCH_PROGRESS_MS  5000  /* a connection that lasted this long made progress */
+#define WATCH_BACKOFF_MS   100   /* 100, 200, 400, 800 ms between failed connections */
+#define SLICE_MS           50    /* how often sleeps and waits look at stop/cancel flags */
 
 struct pod_watch {
-	struct kube_config *cfg;
 	char *ns, *pod, *container;
+	struct kube_client *client; /* the thread's */
+	struct pod_state cur;       /* the thread's working copy */
+	bool have_rv;               /* cur came from `initial` with a resourceVersion */
+	volatile sig_atomic_t stop; /* set by pod_watch_stop; the client's cancel flag */
 	pthread_t thread;
+
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct pod_state state; /* under lock */
-	struct err *error;      /* under lock: the thread failed for good */
-	bool done;              /* under lock: the thread ended */
-	volatile sig_atomic_t stop;
+	/* Under lock: */
+	struct pod_state state;
+	bool ended;          /* the thread has finished */
+	struct err *failure; /* why, if it failed for good */
 	unsigned requests;
-	struct json *initial;
-	/* thread-local parsing state */
-	struct buf line;
-	bool restart; /* 410: re-GET and re-watch */
-	bool progressed;
 };
+
+/* --- Decoding ------------------------------------------------------------------------------ */
 
 static void copy_str(char *dst, size_t size, const char *src)
 {
 	snprintf(dst, size, "%s", src ? src : "");
 }
 
+static const struct json *find_container(const struct json *statuses, const char *name)
+{
+	for (size_t i = 0; i < json_len(statuses); i++) {
+		const struct json *cs = json_at(statuses, i);
+		const char *n = json_str(json_get(cs, "name"));
+		if (name == NULL || (n && strcmp(n, name) == 0))
+			return cs;
+	}
+	return NULL;
+}
+
 void pod_state_decode(const struct json *pod, const char *container, struct pod_state *out)
 {
-	copy_str(out->phase, sizeof(out->phase), json_str(json_path(pod, "status.phase")));
-	copy_str(out->pod_reason, sizeof(out->pod_reason), json_str(json_path(pod, "status.reason")));
-	copy_str(out->pod_message, sizeof(out->pod_message),
-	         json_str(json_path(pod, "status.message")));
+	int64_t t_scheduled = out->t_scheduled, t_running = out->t_running;
+	int64_t t_terminated = out->t_terminated;
+	uint64_t generation = out->generation;
+	memset(out, 0, sizeof(*out));
+	out->t_scheduled = t_scheduled;
+	out->t_running = t_running;
+	out->t_terminated = t_terminated;
+	out->generation = generation;
+
 	copy_str(out->resource_version, sizeof(out->resource_version),
 	         json_str(json_path(pod, "metadata.resourceVersion")));
-	const struct json *conds = json_path(pod, "status.conditions");
-	out->scheduled = false;
-	out->sched_reason[0] = out->sched_message[0] = '\0';
+	const struct json *status = json_get(pod, "status");
+	copy_str(out->phase, sizeof(out->phase), json_str(json_get(status, "phase")));
+	copy_str(out->pod_reason, sizeof(out->pod_reason), json_str(json_get(status, "reason")));
+	copy_str(out->pod_message, sizeof(out->pod_message), json_str(json_get(status, "message")));
+
+	bool have_condition = false;
+	const struct json *conds = json_get(status, "conditions");
 	for (size_t i = 0; i < json_len(conds); i++) {
 		const struct json *c = json_at(conds, i);
 		const char *type = json_str(json_get(c, "type"));
 		if (type == NULL || strcmp(type, "PodScheduled") != 0)
 			continue;
 		const char *st = json_str(json_get(c, "status"));
+		have_condition = true;
 		out->scheduled = st && strcmp(st, "True") == 0;
 		if (!out->scheduled) {
 			copy_str(out->sched_reason, sizeof(out->sched_reason),
@@ -69,328 +108,449 @@ void pod_state_decode(const struct json *pod, const char *container, struct pod_
 			copy_str(out->sched_message, sizeof(out->sched_message),
 			         json_str(json_get(c, "message")));
 		}
+		break;
 	}
-	if (json_str(json_path(pod, "spec.nodeName")))
+	/* A pod created with spec.nodeName set bypasses the scheduler and may lack the
+	 * condition. */
+	if (!have_condition && json_str(json_path(pod, "spec.nodeName")))
 		out->scheduled = true;
-	const struct json *css = json_path(pod, "status.containerStatuses");
-	for (size_t i = 0; i < json_len(css); i++) {
-		const struct json *cs = json_at(css, i);
-		const char *name = json_str(json_get(cs, "name"));
-		if (name == NULL || strcmp(name, container) != 0)
-			continue;
-		const struct json *state = json_get(cs, "state");
-		const struct json *w = json_get(state, "waiting");
-		const struct json *r = json_get(state, "running");
-		const struct json *t = json_get(state, "terminated");
-		out->c_reason[0] = out->c_message[0] = '\0';
-		if (t) {
-			out->cstate = CS_TERMINATED;
-			copy_str(out->c_reason, sizeof(out->c_reason), json_str(json_get(t, "reason")));
-			copy_str(out->c_message, sizeof(out->c_message),
-			         json_str(json_get(t, "message")));
-			long long code = -1;
-			json_int(json_get(t, "exitCode"), &code);
+
+	const struct json *cs = find_container(json_get(status, "containerStatuses"), container);
+	if (cs == NULL)
+		cs = find_container(json_get(status, "initContainerStatuses"), container);
+	/* `state` only: `lastState` describes an earlier run of the container. */
+	const struct json *state = json_get(cs, "state");
+	const struct json *t = json_get(state, "terminated");
+	const struct json *r = json_get(state, "running");
+	const struct json *w = json_get(state, "waiting");
+	const struct json *detail = NULL;
+	if (t) {
+		out->cstate = CS_TERMINATED;
+		long long code = 0;
+		if (json_int(json_get(t, "exitCode"), &code))
 			out->exit_code = (int)code;
-		} else if (r) {
-			out->cstate = CS_RUNNING;
-		} else if (w) {
-			out->cstate = CS_WAITING;
-			copy_str(out->c_reason, sizeof(out->c_reason), json_str(json_get(w, "reason")));
-			copy_str(out->c_message, sizeof(out->c_message),
-			         json_str(json_get(w, "message")));
-		}
+		detail = t;
+	} else if (r) {
+		out->cstate = CS_RUNNING;
+	} else if (w) {
+		out->cstate = CS_WAITING;
+		detail = w;
+	}
+	if (detail) {
+		copy_str(out->c_reason, sizeof(out->c_reason),
+		         json_str(json_get(detail, "reason")));
+		copy_str(out->c_message, sizeof(out->c_message),
+		         json_str(json_get(detail, "message")));
 	}
 }
 
-/* Applies a new Pod object to the shared state and wakes waiters. */
-static void apply(struct pod_watch *w, const struct json *pod, bool deleted)
+/* Whether two states differ in anything but the resourceVersion, times and generation. */
+static bool state_differs(const struct pod_state *a, const struct pod_state *b)
 {
-	pthread_mutex_lock(&w->lock);
-	struct pod_state *st = &w->state;
-	pod_state_decode(pod, w->container, st);
+	return strcmp(a->phase, b->phase) != 0 || strcmp(a->pod_reason, b->pod_reason) != 0 ||
+	       strcmp(a->pod_message, b->pod_message) != 0 || a->scheduled != b->scheduled ||
+	       strcmp(a->sched_reason, b->sched_reason) != 0 ||
+	       strcmp(a->sched_message, b->sched_message) != 0 || a->cstate != b->cstate ||
+	       strcmp(a->c_reason, b->c_reason) != 0 || strcmp(a->c_message, b->c_message) != 0 ||
+	       a->exit_code != b->exit_code || a->deleted != b->deleted;
+}
+
+/* Takes in a new Pod object: decodes it into *st, stamps first-seen times and bumps the
+ * generation if anything changed. A container seen terminated also counts as having run
+ * (it may start and end between two events). Returns whether the state changed. */
+static bool observe(struct pod_state *st, const struct json *pod, const char *container,
+                    bool deleted)
+{
+	struct pod_state next = *st;
+	pod_state_decode(pod, container, &next);
+	if (next.resource_version[0] == '\0')
+		memcpy(next.resource_version, st->resource_version, sizeof(next.resource_version));
+	next.deleted = deleted;
+	bool changed = st->generation == 0 || state_differs(st, &next);
 	int64_t now = kube_now_ms();
-	if (st->scheduled && !st->t_scheduled)
-		st->t_scheduled = now;
-	if (st->cstate == CS_RUNNING && !st->t_running)
-		st->t_running = now;
-	if (st->cstate == CS_TERMINATED && !st->t_terminated) {
-		st->t_terminated = now;
-		if (!st->t_running)
-			st->t_running = now;
-	}
-	if (deleted)
-		st->deleted = true;
-	st->generation++;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	bool started = next.cstate == CS_RUNNING || next.cstate == CS_TERMINATED;
+	if ((next.scheduled || started) && next.t_scheduled == 0)
+		next.t_scheduled = now;
+	if (started && next.t_running == 0)
+		next.t_running = now;
+	if (next.cstate == CS_TERMINATED && next.t_terminated == 0)
+		next.t_terminated = now;
+	if (changed)
+		next.generation++;
+	*st = next;
+	return changed;
 }
 
-static void set_rv(struct pod_watch *w, const char *rv)
+int pod_watch_split_lines(struct buf *pending, const char *data, size_t len,
+                          int (*on_line)(const char *line, size_t len, void *ud), void *ud,
+                          struct err **err)
 {
-	pthread_mutex_lock(&w->lock);
-	copy_str(w->state.resource_version, sizeof(w->state.resource_version), rv);
-	pthread_mutex_unlock(&w->lock);
+	while (len > 0) {
+		const char *nl = memchr(data, '\n', len);
+		size_t n = nl ? (size_t)(nl - data) : len;
+		if (pending->limit && (n > pending->limit || pending->len > pending->limit - n))
+			return err_set(err, ERR_NET,
+			               "a watch event is longer than the limit of %zu bytes",
+			               pending->limit);
+		if (nl == NULL) {
+			buf_append(pending, data, n, "watch event", NULL);
+			return 0;
+		}
+		const char *line = data;
+		size_t line_len = n;
+		if (pending->len > 0) {
+			buf_append(pending, data, n, "watch event", NULL);
+			line = pending->data;
+			line_len = pending->len;
+		}
+		if (line_len > 0 && line[line_len - 1] == '\r')
+			line_len--;
+		int rc = line_len > 0 ? on_line(line, line_len, ud) : 0;
+		buf_reset(pending);
+		data = nl + 1;
+		len -= n + 1;
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
 }
 
-/* Handles one event line. Returns 1 to end the stream (deleted, 410), -1 on a fatal error. */
-static int handle_event(struct pod_watch *w, const char *line, size_t len, struct err **err)
+int pod_watch_apply_event(const char *line, size_t len, const char *container, struct pod_state *st,
+                          struct err **err)
 {
 	cleanup_json struct json *ev = NULL;
-	if (json_parse(line, len, "watch event", &ev, err) < 0)
-		return -1;
+	cleanup_err struct err *perr = NULL;
+	if (json_parse(line, len, "watch event", &ev, &perr) < 0)
+		return err_set(err, ERR_NET, "%s", perr->msg);
 	const char *type = json_str(json_get(ev, "type"));
 	const struct json *obj = json_get(ev, "object");
-	if (type == NULL)
-		return err_set(err, ERR_NET, "watch event without a type");
-	w->progressed = true;
-	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-		apply(w, obj, false);
-		return 0;
+	if (type == NULL || json_type(obj) != JSON_OBJECT)
+		return err_set(err, ERR_NET, "a watch event without type or object: %.200s", line);
+
+	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+		return observe(st, obj, container, false) ? POD_WATCH_CHANGED : POD_WATCH_UNCHANGED;
+	if (strcmp(type, "DELETED") == 0) {
+		observe(st, obj, container, true);
+		return POD_WATCH_DELETED;
 	}
 	if (strcmp(type, "BOOKMARK") == 0) {
-		set_rv(w, json_str(json_path(obj, "metadata.resourceVersion")));
-		return 0;
-	}
-	if (strcmp(type, "DELETED") == 0) {
-		apply(w, obj, true);
-		return 1;
+		const char *rv = json_str(json_path(obj, "metadata.resourceVersion"));
+		if (rv && *rv)
+			copy_str(st->resource_version, sizeof(st->resource_version), rv);
+		return POD_WATCH_UNCHANGED;
 	}
 	if (strcmp(type, "ERROR") == 0) {
 		long long code = 0;
 		json_int(json_get(obj, "code"), &code);
-		if (code == 410) {
-			log_debug("watch: resourceVersion expired (410 in the stream); re-listing");
-			w->restart = true;
-			return 1;
+		if (code == 410)
+			return POD_WATCH_EXPIRED;
+		const char *reason = json_str(json_get(obj, "reason"));
+		const char *message = json_str(json_get(obj, "message"));
+		err_set(err, ERR_API, "the watch stream reported an error: %lld %s: %s", code,
+		        reason ? reason : "", message ? message : "(no message)");
+		if (err) {
+			(*err)->http_status = (int)code;
+			copy_str((*err)->reason, sizeof((*err)->reason), reason);
 		}
-		const char *msg = json_str(json_get(obj, "message"));
-		return err_set(err, ERR_API, "watch pod %s: error event %lld: %s", w->pod, code,
-		               msg ? msg : "(no message)");
+		return -1;
 	}
-	return 0;
+	log_debug("watch: ignoring an event of type %s", type);
+	return POD_WATCH_UNCHANGED;
 }
 
-struct stream_ctx {
-	struct pod_watch *w;
-	struct err *err;
-	int result; /* 0 go on, 1 stop cleanly, -1 failed */
-};
+/* --- The thread ----------------------------------------------------------------------------- */
 
-static int on_stream_data(const char *data, size_t len, void *ud)
+/* Hands the working state to the waiters. */
+static void publish(struct pod_watch *w)
 {
-	struct stream_ctx *sc = ud;
-	struct pod_watch *w = sc->w;
-	while (len > 0) {
-		const char *nl = memchr(data, '\n', len);
-		size_t n = nl ? (size_t)(nl - data) : len;
-		if (buf_append(&w->line, data, n, "watch event", &sc->err) < 0) {
-			sc->result = -1;
-			return 1;
-		}
-		if (!nl)
-			break;
-		if (w->line.len) {
-			int rc = handle_event(w, w->line.data, w->line.len, &sc->err);
-			buf_reset(&w->line);
-			if (rc != 0) {
-				sc->result = rc;
-				return 1;
-			}
-		}
-		data = nl + 1;
-		len -= n + 1;
-	}
-	return 0;
+	pthread_mutex_lock(&w->lock);
+	w->state = w->cur;
+	w->requests = kube_client_requests(w->client);
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
 }
 
-static int get_pod(struct pod_watch *w, struct kube_client *c, struct err **err)
+/* Sleeps ms in slices, returning early when the watch is stopped. */
+static void pause_ms(struct pod_watch *w, int64_t ms)
+{
+	int64_t until = kube_now_ms() + ms;
+	while (!w->stop) {
+		int64_t left = until - kube_now_ms();
+		if (left <= 0)
+			return;
+		struct timespec ts = {0, (left < SLICE_MS ? left : SLICE_MS) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* GETs the pod into cur (a 404 marks it deleted) and publishes it. */
+static int get_pod(struct pod_watch *w, struct err **err)
 {
 	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", w->ns, w->pod);
 	cleanup_json struct json *pod = NULL;
 	long status = 0;
-	w->requests++;
-	if (kube_request(c, "GET", path, NULL, NULL, 0, &status, &pod, err) < 0) {
-		if (status == 404) {
-			pthread_mutex_lock(&w->lock);
-			w->state.deleted = true;
-			w->state.generation++;
-			pthread_cond_broadcast(&w->cond);
-			pthread_mutex_unlock(&w->lock);
-			return 1;
-		}
-		return -1;
+	kube_client_set_deadline(w->client, 0);
+	int rc = kube_request(w->client, "GET", path, NULL, NULL, 0, &status, &pod, err);
+	if (rc < 0 && status == 404 && err_code_of(err) == ERR_API) {
+		err_free(*err);
+		*err = NULL;
+		w->cur.deleted = true;
+		w->cur.generation++;
+		publish(w);
+		return 0;
 	}
-	apply(w, pod, false);
+	if (rc < 0)
+		return -1;
+	observe(&w->cur, pod, w->container, false);
+	publish(w);
 	return 0;
 }
 
-static void finish(struct pod_watch *w, struct err *e)
+/* One watch connection. */
+struct conn {
+	struct pod_watch *w;
+	struct buf pending;
+	unsigned events;
+	enum { CONN_OPEN, CONN_DELETED, CONN_EXPIRED, CONN_BROKEN, CONN_FATAL } end;
+	struct err *err;
+};
+
+static int conn_line(const char *line, size_t len, void *ud)
 {
-	pthread_mutex_lock(&w->lock);
-	w->error = e;
-	w->done = true;
-	w->state.generation++;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	struct conn *k = ud;
+	int ev = pod_watch_apply_event(line, len, k->w->container, &k->w->cur, &k->err);
+	if (ev >= 0 && ev != POD_WATCH_EXPIRED)
+		k->events++;
+	if (ev < 0) {
+		k->end = err_code_of(&k->err) == ERR_API ? CONN_FATAL : CONN_BROKEN;
+		return 1;
+	}
+	if (ev == POD_WATCH_CHANGED || ev == POD_WATCH_DELETED)
+		publish(k->w);
+	if (ev == POD_WATCH_DELETED) {
+		k->end = CONN_DELETED;
+		return 1;
+	}
+	if (ev == POD_WATCH_EXPIRED) {
+		k->end = CONN_EXPIRED;
+		return 1;
+	}
+	return 0;
+}
+
+static int conn_data(const char *data, size_t len, void *ud)
+{
+	struct conn *k = ud;
+	int rc = pod_watch_split_lines(&k->pending, data, len, conn_line, k, &k->err);
+	if (rc < 0)
+		k->end = CONN_FATAL; /* an event over the limit would come back on a re-watch */
+	return rc != 0;
+}
+
+static char *watch_path(const struct pod_watch *w)
+{
+	cleanup_free char *name = kube_query_escape(w->pod);
+	cleanup_free char *rv = kube_query_escape(w->cur.resource_version);
+	return xasprintf("/api/v1/namespaces/%s/pods?watch=1&fieldSelector=metadata.name%%3D%s"
+	                 "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
+	                 w->ns, name, rv, WATCH_TIMEOUT_S);
+}
+
+/* Watches until the pod is deleted (0), the watch is stopped (0) or fails for good (-1). */
+static int watch_loop(struct pod_watch *w, struct err **err)
+{
+	if (!w->have_rv && get_pod(w, err) < 0)
+		return -1;
+	int failures = 0, expirations = 0;
+	cleanup_err struct err *last = NULL;
+	while (!w->stop && !w->cur.deleted) {
+		cleanup_free char *path = watch_path(w);
+		struct conn k = {.w = w};
+		buf_init(&k.pending, LIMIT_WATCH_EVENT);
+		int64_t t0 = kube_now_ms();
+		kube_client_set_deadline(w->client, t0 + WATCH_TIMEOUT_S * 1000LL + WATCH_GRACE_MS);
+		cleanup_err struct err *e = NULL;
+		int rc = kube_stream_get(w->client, path, conn_data, &k, &e);
+		/* A clean end may leave a last line without its newline. */
+		if (rc == 0 && k.end == CONN_OPEN && k.pending.len > 0)
+			conn_line(k.pending.data, k.pending.len, &k);
+		buf_free(&k.pending);
+		if (k.err) {
+			err_free(e);
+			e = k.err;
+			k.err = NULL;
+			rc = -1;
+		}
+		publish(w); /* the request count */
+		if (w->stop)
+			return 0;
+
+		bool expired = k.end == CONN_EXPIRED ||
+		               (rc < 0 && e->code == ERR_API && e->http_status == 410);
+		if (k.end == CONN_DELETED)
+			return 0;
+		if (k.events > 0)
+			expirations = 0;
+		if (expired) {
+			/* Bounded too: a server that expires every fresh resourceVersion would
+			 * otherwise keep us in a GET/watch loop. */
+			if (++expirations > WATCH_MAX_FAILURES)
+				return err_set(
+				        err, ERR_NET,
+				        "the watch expired %d times in a row without an event",
+				        expirations);
+			log_debug("watch: resourceVersion %s expired; getting the pod again",
+			          w->cur.resource_version);
+			if (expirations > 1)
+				pause_ms(w, (int64_t)WATCH_BACKOFF_MS << (expirations - 2));
+			if (get_pod(w, err) < 0)
+				return -1;
+			failures = 0;
+			continue;
+		}
+		if (k.end == CONN_FATAL || (rc < 0 && e->code == ERR_API)) {
+			*err = e; /* kube_http has already retried 429/5xx */
+			e = NULL;
+			return -1;
+		}
+
+		bool progress = k.events > 0 || kube_now_ms() - t0 >= WATCH_PROGRESS_MS;
+		if (progress)
+			failures = 0;
+		if (rc == 0 && progress)
+			continue; /* a clean end (timeoutSeconds): watch again from the last RV */
+		err_free(last);
+		last = e;
+		e = NULL;
+		if (last == NULL)
+			err_set(&last, ERR_NET, "the watch ended at once without any event");
+		if (++failures >= WATCH_MAX_FAILURES) {
+			err_set(err, ERR_NET, "the watch failed %d times in a row; last: %s",
+			        failures, last->msg);
+			return -1;
+		}
+		int64_t wait = (int64_t)WATCH_BACKOFF_MS << (failures - 1);
+		log_info(
+		        "watch of pod %s/%s: %s; watching again from resourceVersion %s in %lld ms",
+		        w->ns, w->pod, last->msg, w->cur.resource_version, (long long)wait);
+		pause_ms(w, wait);
+	}
+	return 0;
 }
 
 static void *watch_main(void *arg)
 {
 	struct pod_watch *w = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	struct err *e = NULL;
-	struct kube_client *c = NULL;
-	if (kube_client_new(w->cfg, &c, &e) < 0) {
-		finish(w, e);
-		return NULL;
+	int rc = watch_loop(w, &e);
+	pthread_mutex_lock(&w->lock);
+	w->state = w->cur;
+	w->requests = kube_client_requests(w->client);
+	w->ended = true;
+	if (rc < 0 && !w->stop) {
+		if (e == NULL)
+			err_set(&e, ERR_INTERNAL, "the watch thread failed without an error");
+		w->failure = e;
+		e = NULL;
 	}
-	kube_client_set_cancel(c, &w->stop);
-	bool need_get = w->initial == NULL;
-	if (w->initial) {
-		apply(w, w->initial, false);
-		json_free(w->initial);
-		w->initial = NULL;
-	}
-	int failures = 0;
-	while (!w->stop) {
-		if (need_get) {
-			int rc = get_pod(w, c, &e);
-			if (rc < 0)
-				goto failed;
-			if (rc == 1)
-				break; /* gone */
-			need_get = false;
-		}
-		char rv[32];
-		pthread_mutex_lock(&w->lock);
-		copy_str(rv, sizeof(rv), w->state.resource_version);
-		bool deleted = w->state.deleted;
-		pthread_mutex_unlock(&w->lock);
-		if (deleted)
-			break;
-		cleanup_free char *path = xasprintf(
-		        "/api/v1/namespaces/%s/pods?watch=1&fieldSelector=metadata.name%%3D%s"
-		        "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
-		        w->ns, w->pod, rv, WATCH_TIMEOUT_S);
-		struct stream_ctx sc = {.w = w};
-		buf_reset(&w->line);
-		w->restart = false;
-		w->progressed = false;
-		w->requests++;
-		int rc = kube_stream_get(c, path, on_stream_data, &sc, &e);
-		if (w->stop)
-			break;
-		if (sc.result < 0) {
-			e = sc.err;
-			goto failed;
-		}
-		err_free(sc.err);
-		if (sc.result == 1 && w->restart) {
-			need_get = true;
-			continue;
-		}
-		if (sc.result == 1)
-			break; /* deleted */
-		if (rc < 0) {
-			if (e->http_status == 410) {
-				log_debug("watch: resourceVersion expired (410); re-listing");
-				err_free(e);
-				e = NULL;
-				need_get = true;
-				continue;
-			}
-			if (e->code == ERR_API && e->http_status != 0)
-				goto failed; /* retried in kube_http already; not recoverable here */
-			if (w->progressed)
-				failures = 0;
-			if (++failures > MAX_FAILURES)
-				goto failed;
-			log_debug("watch: %s; re-watching from resourceVersion %s", e->msg, rv);
-			err_free(e);
-			e = NULL;
-			struct timespec ts = {0, 100000000L * failures};
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		failures = 0; /* clean end: re-watch from the last resourceVersion */
-	}
-	kube_client_free(c);
-	finish(w, NULL);
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	err_free(e);
 	return NULL;
-failed:
-	kube_client_free(c);
-	err_wrap(&e, "watch pod %s/%s", w->ns, w->pod);
-	finish(w, e);
-	return NULL;
+}
+
+static void watch_free(struct pod_watch *w)
+{
+	kube_client_free(w->client);
+	err_free(w->failure);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	free(w->ns);
+	free(w->pod);
+	free(w->container);
+	free(w);
 }
 
 int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, const char *container,
                     const struct json *initial, struct pod_watch **out, struct err **err)
 {
+	struct kube_client *client = NULL;
+	if (kube_client_new(cfg, &client, err) < 0)
+		return -1;
 	struct pod_watch *w = xcalloc(1, sizeof(*w));
-	w->cfg = cfg;
 	w->ns = xstrdup(ns);
 	w->pod = xstrdup(pod);
-	w->container = xstrdup(container);
-	buf_init(&w->line, LIMIT_WATCH_EVENT);
-	if (initial) {
-		/* a private copy: the caller's tree may be freed before the thread reads it */
-		struct buf b;
-		buf_init(&b, 0);
-		struct jw jw;
-		jw_init(&jw, &b);
-		json_write(&jw, initial);
-		json_parse(b.data, b.len, "pod", &w->initial, NULL);
-		buf_free(&b);
-	}
+	w->container = container ? xstrdup(container) : NULL;
+	w->client = client;
+	kube_client_set_cancel(client, &w->stop);
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (initial) {
+		observe(&w->cur, initial, w->container, false);
+		w->have_rv = w->cur.resource_version[0] != '\0';
+		w->state = w->cur;
+	}
+
+	/* The thread inherits a mask that blocks every signal: SIGTERM and friends must land
+	 * on the main thread, whose handler sets the cancellation flag. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&w->thread, NULL, watch_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		json_free(w->initial);
-		buf_free(&w->line);
-		free(w->ns), free(w->pod), free(w->container);
-		free(w);
-		return err_set(err, ERR_INTERNAL, "cannot start the watch thread: %s", strerror(rc));
+		watch_free(w);
+		return err_set(err, ERR_INTERNAL, "cannot start the watch thread: %s",
+		               strerror(rc));
 	}
 	*out = w;
 	return 0;
 }
 
+static void deadline_timespec(int64_t ms, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ms / 1000);
+	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
+}
+
 int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
                    volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err)
 {
-	int rc = 0;
+	int rc;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		if (w->error) {
-			err_set(err, w->error->code, "%s", w->error->msg);
-			if (err && *err)
-				(*err)->http_status = w->error->http_status;
+		if (w->state.generation > seen_generation) {
+			rc = 0;
+			break;
+		}
+		if (w->failure) {
+			err_set(err, w->failure->code, "%s", w->failure->msg);
+			if (err) {
+				(*err)->http_status = w->failure->http_status;
+				(*err)->signo = w->failure->signo;
+				memcpy((*err)->reason, w->failure->reason, sizeof((*err)->reason));
+			}
 			rc = -1;
 			break;
 		}
-		if (w->state.generation > seen_generation)
+		if (w->ended || (cancel && *cancel)) {
+			rc = 0; /* nothing more will change / the caller is being cancelled */
 			break;
-		if (cancel && *cancel)
-			break;
+		}
 		int64_t now = kube_now_ms();
 		if (now >= deadline_ms) {
 			rc = 1;
 			break;
 		}
-		int64_t until = deadline_ms - now > 50 ? now + 50 : deadline_ms;
+		int64_t until = deadline_ms;
+		if (cancel && until > now + SLICE_MS)
+			until = now + SLICE_MS;
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (until - now) * 1000000LL;
-		ts.tv_sec += ns / 1000000000LL;
-		ts.tv_nsec = ns % 1000000000LL;
+		deadline_timespec(until, &ts);
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 	}
 	*out = w->state;
@@ -404,18 +564,13 @@ void pod_watch_stop(struct pod_watch *w)
 		return;
 	w->stop = 1;
 	pthread_join(w->thread, NULL);
-	err_free(w->error);
-	json_free(w->initial);
-	buf_free(&w->line);
-	pthread_mutex_destroy(&w->lock);
-	pthread_cond_destroy(&w->cond);
-	free(w->ns);
-	free(w->pod);
-	free(w->container);
-	free(w);
+	watch_free(w);
 }
 
 unsigned pod_watch_requests(struct pod_watch *w)
 {
-	return w->requests;
+	pthread_mutex_lock(&w->lock);
+	unsigned n = w->requests;
+	pthread_mutex_unlock(&w->lock);
+	return n;
 }

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "err.h"
 #include "json.h"
 #include "kube_http.h"
@@ -57,7 +58,8 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
  * or the monotonic deadline (ms) passes — whichever is first — and copies the current state
  * to *out. Returns 0 on a change, 1 on timeout (state still copied), -1 with *err if the watch
  * thread failed for good (its error, with context). Also returns early (0) when
- * `*cancel` becomes non-zero if cancel is not NULL (it polls it every 50 ms). */
+ * `*cancel` becomes non-zero if cancel is not NULL (it polls it every 50 ms), and at once
+ * (0) once the watch has ended because the pod is gone (out->deleted: nothing will change). */
 int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
                    volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err);
 
@@ -67,5 +69,31 @@ void pod_watch_stop(struct pod_watch *w);
 
 /* Number of API requests the watch has made so far (GET + watch connections), for stats. */
 unsigned pod_watch_requests(struct pod_watch *w);
+
+/* The pure parts of the stream handling, exported for unit tests. */
+
+/* Splits watch stream data into lines. Bytes of an unfinished line wait in `pending` (its
+ * limit, LIMIT_WATCH_EVENT, bounds one event); each complete non-empty line (without "\n"
+ * or "\r\n") goes to on_line. Returns 0 when all data was consumed, the first non-zero
+ * value of on_line (the rest of data is then dropped), or -1 with *err (ERR_NET) when a
+ * line passes the limit. */
+int pod_watch_split_lines(struct buf *pending, const char *data, size_t len,
+                          int (*on_line)(const char *line, size_t len, void *ud), void *ud,
+                          struct err **err);
+
+enum pod_watch_event {
+	POD_WATCH_UNCHANGED, /* no change of the decoded state (BOOKMARK, same state, unknown) */
+	POD_WATCH_CHANGED,   /* ADDED/MODIFIED changed the state: st->generation was bumped */
+	POD_WATCH_DELETED,   /* DELETED: st->deleted set, generation bumped */
+	POD_WATCH_EXPIRED,   /* ERROR 410 Expired: re-GET and re-watch */
+};
+
+/* Applies one watch event (a JSON line) to *st: the state is decoded from the object, the
+ * resourceVersion always follows the event (BOOKMARK too), t_* are stamped with
+ * kube_now_ms() the first time each is seen. Returns an enum pod_watch_event, or -1 with
+ * *err: ERR_API for an ERROR event other than 410 (code, reason and message kept), ERR_NET
+ * for a line that is not a watch event. */
+int pod_watch_apply_event(const char *line, size_t len, const char *container, struct pod_state *st,
+                          struct err **err);
 
 #endif

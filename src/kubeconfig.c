@@ -17,7 +17,7 @@
 #include "xalloc.h"
 
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-#define TOKEN_MAX_AGE 60
+#define TOKEN_MAX_AGE  60
 
 /* Reads a whole file into a NUL-terminated buffer, failing past `limit` bytes. */
 static int read_file(const char *path, size_t limit, const char *what, char **out, size_t *len,
@@ -34,7 +34,8 @@ static int read_file(const char *path, size_t limit, const char *what, char **ou
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return err_set(err, ERR_CONFIG, "read %s %s: %s", what, path, strerror(errno));
+			return err_set(err, ERR_CONFIG, "read %s %s: %s", what, path,
+			               strerror(errno));
 		if (n == 0)
 			break;
 		if (buf_append(&b, chunk, (size_t)n, what, err) < 0)
@@ -106,8 +107,8 @@ int kube_config_token(struct kube_config *cfg, bool force_reread, char **out, st
 	*out = NULL;
 	pthread_mutex_lock(&cfg->token_lock);
 	int rc = 0;
-	if (cfg->token_file &&
-	    (force_reread || cfg->token == NULL || time(NULL) - cfg->token_read_at >= TOKEN_MAX_AGE))
+	if (cfg->token_file && (force_reread || cfg->token == NULL ||
+	                        time(NULL) - cfg->token_read_at >= TOKEN_MAX_AGE))
 		rc = read_token_locked(cfg, err);
 	if (rc == 0 && cfg->token)
 		*out = xstrdup(cfg->token);
@@ -138,8 +139,9 @@ int kube_config_load_incluster(const char *sa_dir, struct kube_config **out, str
 	    read_file(ca_path, LIMIT_PEM_FILE, "service-account CA", &c->ca_pem, &c->ca_len, err) <
 	            0) {
 		kube_config_free(c);
-		return err_wrap(err, "in-cluster configuration (set KRMPOD_SERVICEACCOUNT_DIR if the "
-		                     "token is mounted elsewhere)");
+		return err_wrap(err,
+		                "in-cluster configuration (set KRMPOD_SERVICEACCOUNT_DIR if the "
+		                "token is mounted elsewhere)");
 	}
 	free(tok);
 	char *ns = NULL;
@@ -270,15 +272,17 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 		}
 	}
 	if (ctx_name == NULL)
-		return err_set(err, ERR_CONFIG,
-		               "kubeconfig %s: no current-context is set: set one with `kubectl config "
-		               "use-context NAME` or set KRMPOD_CONTEXT",
-		               list);
+		return err_set(
+		        err, ERR_CONFIG,
+		        "kubeconfig %s: no current-context is set: set one with `kubectl config "
+		        "use-context NAME` or set KRMPOD_CONTEXT",
+		        list);
 	const struct kfile *cf = NULL;
 	const struct json *ctx = find_named(fs, "contexts", "context", ctx_name, &cf);
 	if (ctx == NULL)
-		return err_set(err, ERR_CONFIG, "kubeconfig %s: context \"%s\" (from %s) is not defined",
-		               list, ctx_name, ctx_from);
+		return err_set(err, ERR_CONFIG,
+		               "kubeconfig %s: context \"%s\" (from %s) is not defined", list,
+		               ctx_name, ctx_from);
 	const char *cluster_name = json_str(json_get(ctx, "cluster"));
 	const char *user_name = json_str(json_get(ctx, "user"));
 	if (cluster_name == NULL)
@@ -288,16 +292,18 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 	const struct json *cluster = find_named(fs, "clusters", "cluster", cluster_name, &clf);
 	if (cluster == NULL)
 		return err_set(err, ERR_CONFIG,
-		               "kubeconfig %s: cluster \"%s\" (of context \"%s\") is not defined", list,
-		               cluster_name, ctx_name);
+		               "kubeconfig %s: cluster \"%s\" (of context \"%s\") is not defined",
+		               list, cluster_name, ctx_name);
 	const struct json *user = NULL;
 	if (user_name && *user_name) {
 		user = find_named(fs, "users", "user", user_name, &uf);
 		if (user == NULL)
-			return err_set(err, ERR_CONFIG,
-			               "kubeconfig %s: user \"%s\" (of context \"%s\") is not defined",
-			               list, user_name, ctx_name);
+			return err_set(
+			        err, ERR_CONFIG,
+			        "kubeconfig %s: user \"%s\" (of context \"%s\") is not defined",
+			        list, user_name, ctx_name);
 	}
+	cleanup_free char *centry = xasprintf("cluster \"%s\"", cluster_name);
 	struct kube_config *c = config_new();
 	c->source = xasprintf("kubeconfig %s, context %s", list, ctx_name);
 	const char *server = json_str(json_get(cluster, "server"));
@@ -308,7 +314,8 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 	}
 	if (strncmp(server, "https://", 8) != 0) {
 		err_set(err, ERR_CONFIG,
-		        "kubeconfig %s: cluster \"%s\": server %s is not https://: krmpod requires TLS",
+		        "kubeconfig %s: cluster \"%s\": server %s is not https://: krmpod requires "
+		        "TLS",
 		        clf->path, cluster_name, server);
 		goto fail;
 	}
@@ -322,8 +329,8 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 	bool insecure = false;
 	if (json_bool(json_get(cluster, "insecure-skip-tls-verify"), &insecure))
 		c->insecure = insecure;
-	cleanup_free char *centry = xasprintf("cluster \"%s\"", cluster_name);
-	if (load_blob(clf, cluster, "certificate-authority", centry, &c->ca_pem, &c->ca_len, err) < 0)
+	if (load_blob(clf, cluster, "certificate-authority", centry, &c->ca_pem, &c->ca_len, err) <
+	    0)
 		goto fail;
 	const char *ns = json_str(json_get(ctx, "namespace"));
 	if (ns && *ns)
@@ -332,9 +339,11 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 		cleanup_free char *uentry = xasprintf("user \"%s\"", user_name);
 		if (json_get(user, "exec") || json_get(user, "auth-provider")) {
 			err_set(err, ERR_CONFIG,
-			        "kubeconfig %s: user \"%s\" uses %s, which krmpod does not support: use a "
+			        "kubeconfig %s: user \"%s\" uses %s, which krmpod does not "
+			        "support: use a "
 			        "token, tokenFile or client certificate",
-			        uf->path, user_name, json_get(user, "exec") ? "exec" : "auth-provider");
+			        uf->path, user_name,
+			        json_get(user, "exec") ? "exec" : "auth-provider");
 			goto fail;
 		}
 		if (load_blob(uf, user, "client-certificate", uentry, &c->cert_pem, &c->cert_len,
@@ -343,8 +352,8 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 			goto fail;
 		if ((c->cert_pem == NULL) != (c->key_pem == NULL)) {
 			err_set(err, ERR_CONFIG,
-			        "kubeconfig %s: user \"%s\" has a client %s but no client %s", uf->path,
-			        user_name, c->cert_pem ? "certificate" : "key",
+			        "kubeconfig %s: user \"%s\" has a client %s but no client %s",
+			        uf->path, user_name, c->cert_pem ? "certificate" : "key",
 			        c->cert_pem ? "key" : "certificate");
 			goto fail;
 		}
@@ -356,7 +365,8 @@ static int build_from_files(const struct kfiles *fs, const char *list, const cha
 			c->token_file = resolve(uf, token_file);
 			char *tok = NULL;
 			if (kube_config_token(c, true, &tok, err) < 0) {
-				err_wrap(err, "kubeconfig %s: user \"%s\" tokenFile", uf->path, user_name);
+				err_wrap(err, "kubeconfig %s: user \"%s\" tokenFile", uf->path,
+				         user_name);
 				goto fail;
 			}
 			free(tok);
@@ -375,7 +385,8 @@ int kube_config_load_kubeconfig(const char *list, const char *context, struct ku
 	struct kfiles fs = {0};
 	int rc = load_files(list, &fs, err);
 	if (rc == 0 && fs.n == 0)
-		rc = err_set(err, ERR_CONFIG, "kubeconfig: none of the files in \"%s\" exists", list);
+		rc = err_set(err, ERR_CONFIG, "kubeconfig: none of the files in \"%s\" exists",
+		             list);
 	if (rc == 0)
 		rc = build_from_files(&fs, list, context, out, err);
 	kfiles_free(&fs);
@@ -404,8 +415,9 @@ int kube_config_load(struct kube_config **out, struct err **err)
 		if (access(path, F_OK) == 0)
 			return kube_config_load_kubeconfig(path, context, out, err);
 	}
-	return err_set(err, ERR_CONFIG,
-	               "no cluster credentials: KUBECONFIG is not set, this is not a pod "
-	               "(KUBERNETES_SERVICE_HOST is not set) and $HOME/.kube/config does not exist; "
-	               "set KUBECONFIG or run in a pod with a service-account token");
+	return err_set(
+	        err, ERR_CONFIG,
+	        "no cluster credentials: KUBECONFIG is not set, this is not a pod "
+	        "(KUBERNETES_SERVICE_HOST is not set) and $HOME/.kube/config does not exist; "
+	        "set KUBECONFIG or run in a pod with a service-account token");
 }

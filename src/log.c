@@ -44,7 +44,7 @@ int log_init_from_env(struct err **err)
 	const char *v = getenv("KRMPOD_LOG_LEVEL");
 	if (v == NULL || *v == '\0')
 		return 0;
-	enum log_level level;
+	enum log_level level = LOG_INFO;
 	if (log_parse_level(v, "KRMPOD_LOG_LEVEL", &level, err) < 0)
 		return -1;
 	current_level = level;

@@ -28,7 +28,8 @@ void ws_status_decode(const char *text, size_t len, struct ws_status *st)
 	st->exit_code = -1;
 	cleanup_json struct json *j = NULL;
 	if (json_parse(text, len, "stream status", &j, NULL) < 0) {
-		snprintf(st->message, sizeof(st->message), "%.*s", (int)(len < 512 ? len : 512), text);
+		snprintf(st->message, sizeof(st->message), "%.*s", (int)(len < 512 ? len : 512),
+		         text);
 		return;
 	}
 	const char *status = json_str(json_get(j, "status"));
@@ -87,7 +88,8 @@ int ws_demux_feed(struct ws_demux *d, const char *data, size_t len, bool last_pi
 		if (buf_append(&d->status, data, len, "stream status message", err) < 0)
 			rc = -1;
 		else if (last_piece)
-			ws_status_decode(d->status.data ? d->status.data : "", d->status.len, &d->st);
+			ws_status_decode(d->status.data ? d->status.data : "", d->status.len,
+			                 &d->st);
 		break;
 	case WS_CH_CLOSE:
 		for (size_t i = 0; i < len; i++)

@@ -34,11 +34,11 @@ struct ws_status {
 };
 
 struct ws_demux {
-	bool in_msg;        /* between the first and the last piece of a message */
-	int channel;        /* of the current message */
-	struct buf status;  /* channel-3 bytes, bounded by LIMIT_WS_STATUS */
+	bool in_msg;       /* between the first and the last piece of a message */
+	int channel;       /* of the current message */
+	struct buf status; /* channel-3 bytes, bounded by LIMIT_WS_STATUS */
 	struct ws_status st;
-	bool closed[5];     /* channels the server closed with a 255 message */
+	bool closed[5]; /* channels the server closed with a 255 message */
 };
 
 /* Receives stdout/stderr payload bytes as they arrive. Return non-zero to fail the feed

@@ -36,7 +36,10 @@ def test_transformer_and_generator_byte_for_byte(kubesim, shim_dir, tmp_path):
     assert "ENV_KUBECONFIG: <unset>" in out
     assert out.count("team: platform") == 2, out
     err = via_pods.stderr.decode()
-    assert "add-label: labelled 2 items" in err
+    # the function's own stderr line passes through unchanged (the same as the direct run)
+    fn_lines = [l for l in direct.stderr.decode().splitlines() if l.startswith("add-label:")]
+    assert fn_lines == ["add-label: labelled 3 items"], direct.stderr.decode()
+    assert fn_lines[0] in err.splitlines(), err
     assert err.count("image=example.com/fns/") == 2, err
     no_sanitizer_reports(via_pods.stderr)
 

@@ -1,0 +1,757 @@
+/* Unit tests: kube_http. The pure parts (Status decoding into err, Retry-After, query
+ * escaping), then the client's behaviour against a scripted plain-HTTP server on
+ * 127.0.0.1 (retries of 429/5xx and of dropped connections, the 401 token re-read, deadlines
+ * and cancellation, streaming, limits, tls-server-name routing). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "kube_http.h"
+#include "log.h"
+#include "size_limits.h"
+#include "xalloc.h"
+
+/* --- Status decoding -------------------------------------------------------------------- */
+
+static struct err *status_err(long code, const char *body)
+{
+	struct err *e = NULL;
+	CHECK_INT(kube_status_error("POST", "/api/v1/namespaces/fns/pods", code, body,
+	                            body ? strlen(body) : 0, &e),
+	          -1);
+	return e;
+}
+
+TEST(status_forbidden)
+{
+	struct err *e = status_err(
+	        403, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+	             "\"Failure\",\"message\":\"pods is forbidden: User "
+	             "\\\"system:serviceaccount:argocd:argocd-repo-server\\\" cannot create "
+	             "resource \\\"pods\\\" in API group \\\"\\\" in the namespace \\\"fns\\\"\","
+	             "\"reason\":\"Forbidden\",\"details\":{\"kind\":\"pods\"},\"code\":403}\n");
+	CHECK_INT(e->code, ERR_API);
+	CHECK_INT(e->http_status, 403);
+	CHECK_STR(e->reason, "Forbidden");
+	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 403 Forbidden: pods is forbidden: "
+	                  "User \"system:serviceaccount:argocd:argocd-repo-server\" cannot create "
+	                  "resource \"pods\" in API group \"\" in the namespace \"fns\"");
+	err_free(e);
+}
+
+TEST(status_invalid_adds_causes_not_in_the_message)
+{
+	struct err *e = status_err(
+	        422, "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"Pod "
+	             "\\\"krmpod-x\\\" is invalid: spec.containers[0].image: Required value\","
+	             "\"reason\":\"Invalid\",\"details\":{\"name\":\"krmpod-x\",\"kind\":\"Pod\","
+	             "\"causes\":[{\"reason\":\"FieldValueRequired\",\"message\":\"Required "
+	             "value\",\"field\":\"spec.containers[0].image\"},{\"reason\":"
+	             "\"FieldValueInvalid\",\"message\":\"must be no more than 63 characters\","
+	             "\"field\":\"metadata.labels\"}]},\"code\":422}");
+	CHECK_INT(e->http_status, 422);
+	CHECK_STR(e->reason, "Invalid");
+	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 422 Invalid: Pod \"krmpod-x\" is "
+	                  "invalid: spec.containers[0].image: Required value (metadata.labels: "
+	                  "must be no more than 63 characters)");
+	err_free(e);
+
+	/* A strict-decoding 400 names the fields only in its causes. */
+	e = status_err(400,
+	               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"strict "
+	               "decoding error\",\"reason\":\"BadRequest\",\"details\":{\"causes\":["
+	               "{\"message\":\"unknown field \\\"spec.foo\\\"\"},{\"message\":"
+	               "\"unknown field \\\"spec.bar\\\"\"},{\"message\":\"third\"},{\"message\":"
+	               "\"fourth\"}]},\"code\":400}");
+	CHECK_STR(e->msg,
+	          "POST /api/v1/namespaces/fns/pods: 400 BadRequest: strict decoding "
+	          "error (unknown field \"spec.foo\"; unknown field \"spec.bar\"; third; ...)");
+	err_free(e);
+}
+
+TEST(status_plain_text_is_quoted)
+{
+	struct err *e = status_err(429, "Too many requests, please try again later.\n");
+	CHECK_INT(e->code, ERR_API);
+	CHECK_INT(e->http_status, 429);
+	CHECK_STR(e->reason, "TooManyRequests");
+	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 429 Too Many Requests: \"Too many "
+	                  "requests, please try again later.\"");
+	err_free(e);
+
+	e = status_err(502, NULL);
+	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 502 Bad Gateway: (empty body)");
+	CHECK_STR(e->reason, "");
+	err_free(e);
+
+	/* JSON that is not a Status is quoted too. */
+	e = status_err(404, "{\"kind\":\"Pod\"}");
+	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 404 Not Found: "
+	                  "\"{\\\"kind\\\":\\\"Pod\\\"}\"");
+	CHECK_STR(e->reason, "NotFound");
+	err_free(e);
+}
+
+TEST(status_long_body_is_cut)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "<html>");
+	for (int i = 0; i < 300; i++)
+		buf_puts(&b, "é\t"); /* 3 bytes each: the cut must not split a character */
+	struct err *e = status_err(503, b.data);
+	CHECK_CONTAINS(e->msg, "503 Service Unavailable: \"<html>é\\té\\t");
+	CHECK_CONTAINS(e->msg, "more bytes)");
+	CHECK(strlen(e->msg) < 1200);
+	CHECK_STR(e->reason, "ServiceUnavailable");
+	err_free(e);
+	buf_free(&b);
+}
+
+TEST(status_without_message)
+{
+	struct err *e = status_err(409, "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":"
+	                                "\"AlreadyExists\",\"code\":409}");
+	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 409 AlreadyExists: AlreadyExists");
+	CHECK_STR(e->reason, "AlreadyExists");
+	err_free(e);
+	CHECK_INT(kube_status_error("GET", "/x", 500, "x", 1, NULL), -1); /* err may be NULL */
+}
+
+/* --- Retry-After, escaping, clock ------------------------------------------------------- */
+
+TEST(retry_after)
+{
+	time_t now = 784111777; /* Sun, 06 Nov 1994 08:49:37 GMT */
+	CHECK_INT(kube_retry_after_ms("3", now), 3000);
+	CHECK_INT(kube_retry_after_ms(" 10 ", now), 10000);
+	CHECK_INT(kube_retry_after_ms("0", now), 0);
+	CHECK_INT(kube_retry_after_ms("", now), -1);
+	CHECK_INT(kube_retry_after_ms(NULL, now), -1);
+	CHECK_INT(kube_retry_after_ms("-1", now), -1);
+	CHECK_INT(kube_retry_after_ms("1.5", now), -1);
+	CHECK_INT(kube_retry_after_ms("soon", now), -1);
+	CHECK(kube_retry_after_ms("99999999999999999999999", now) > 10000); /* no overflow */
+	CHECK_INT(kube_retry_after_ms("Sun, 06 Nov 1994 08:49:42 GMT", now), 5000);
+	CHECK_INT(kube_retry_after_ms("Sun, 06 Nov 1994 08:49:00 GMT", now), 0); /* past */
+	CHECK_INT(kube_retry_after_ms("Sun, 06 Nov 1994 08:49:42 GMT trailing", now), -1);
+}
+
+TEST(query_escape)
+{
+	char *s = kube_query_escape("metadata.name=krmpod-fn_x~1");
+	CHECK_STR(s, "metadata.name%3Dkrmpod-fn_x~1");
+	free(s);
+	s = kube_query_escape("a b/&?#%\xc3\xa9");
+	CHECK_STR(s, "a%20b%2F%26%3F%23%25%C3%A9");
+	free(s);
+	s = kube_query_escape("");
+	CHECK_STR(s, "");
+	free(s);
+}
+
+TEST(clock_is_monotonic)
+{
+	int64_t a = kube_now_ms();
+	struct timespec ts = {0, 20 * 1000000L};
+	nanosleep(&ts, NULL);
+	int64_t b = kube_now_ms();
+	CHECK(b - a >= 19 && b - a < 1000);
+}
+
+/* --- A scripted HTTP server ------------------------------------------------------------- */
+
+#define HANG_FOREVER (-1)
+
+struct step {
+	const char *response;  /* raw HTTP response; NULL closes the connection unanswered */
+	int delay_ms;          /* before answering; HANG_FOREVER never answers */
+	bool close;            /* close the connection after answering */
+	const char *pieces[4]; /* streamed after `response`, 30 ms apart */
+};
+
+struct fake {
+	int lfd, port;
+	pthread_t thread;
+	const struct step *steps;
+	int nsteps, next;
+	volatile int stop;
+	pthread_mutex_t lock;
+	char reqs[16][1024]; /* request line, then selected headers, then the body */
+	int nreq;
+};
+
+static bool wait_readable(struct fake *f, int fd)
+{
+	while (!f->stop) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 20) > 0)
+			return true;
+	}
+	return false;
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Reads one request; records it. Returns false when the client closed. */
+static bool read_request(struct fake *f, int fd)
+{
+	char req[8192];
+	size_t len = 0;
+	char *end = NULL;
+	while ((end = memmem(req, len, "\r\n\r\n", 4)) == NULL) {
+		if (!wait_readable(f, fd) || len == sizeof(req) - 1)
+			return false;
+		ssize_t n = read(fd, req + len, sizeof(req) - 1 - len);
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+	}
+	req[len] = '\0';
+	size_t head = (size_t)(end - req) + 4;
+	size_t clen = 0;
+	char *cl = strcasestr(req, "\r\nContent-Length:");
+	if (cl && cl < end)
+		clen = strtoul(cl + 17, NULL, 10);
+	while (len < head + clen && len < sizeof(req) - 1) {
+		if (!wait_readable(f, fd))
+			return false;
+		ssize_t n = read(fd, req + len, sizeof(req) - 1 - len);
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+	}
+	req[len] = '\0';
+	struct buf rec;
+	buf_init(&rec, 0);
+	buf_printf(&rec, "%.*s", (int)strcspn(req, "\r"), req);
+	static const char *const keep[] = {
+	        "\r\nAuthorization:", "\r\nContent-Type:", "\r\nAccept:",
+	        "\r\nUser-Agent:",    "\r\nHost:",         "\r\nExpect:"};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		char *h = strcasestr(req, keep[i]);
+		if (h && h < end)
+			buf_printf(&rec, " |%.*s", (int)strcspn(h + 2, "\r"), h + 2);
+	}
+	if (clen)
+		buf_printf(&rec, " |body=%.*s", (int)clen, req + head);
+	pthread_mutex_lock(&f->lock);
+	if (f->nreq < 16)
+		snprintf(f->reqs[f->nreq], sizeof(f->reqs[0]), "%s", rec.data);
+	f->nreq++;
+	pthread_mutex_unlock(&f->lock);
+	buf_free(&rec);
+	return true;
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	while (!f->stop) {
+		if (!wait_readable(f, f->lfd))
+			break;
+		int fd = accept(f->lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		while (!f->stop && read_request(f, fd)) {
+			pthread_mutex_lock(&f->lock);
+			const struct step *s = f->next < f->nsteps ? &f->steps[f->next++] : NULL;
+			pthread_mutex_unlock(&f->lock);
+			if (s == NULL)
+				break;
+			if (s->delay_ms == HANG_FOREVER) {
+				while (!f->stop) {
+					char c;
+					struct pollfd p = {.fd = fd, .events = POLLIN};
+					if (poll(&p, 1, 20) > 0 && recv(fd, &c, 1, MSG_PEEK) <= 0)
+						break; /* the client went away */
+				}
+				break;
+			}
+			pause_ms(s->delay_ms);
+			if (s->response == NULL)
+				break;
+			send_all(fd, s->response, strlen(s->response));
+			for (int i = 0; i < 4 && s->pieces[i]; i++) {
+				pause_ms(30);
+				send_all(fd, s->pieces[i], strlen(s->pieces[i]));
+			}
+			if (s->close)
+				break;
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+static void fake_start(struct fake *f, const struct step *steps, int nsteps)
+{
+	memset(f, 0, sizeof(*f));
+	f->steps = steps;
+	f->nsteps = nsteps;
+	pthread_mutex_init(&f->lock, NULL);
+	f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	if (bind(f->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(f->lfd, 8) < 0 ||
+	    getsockname(f->lfd, (struct sockaddr *)&a, &al) < 0) {
+		perror("fake server");
+		abort();
+	}
+	f->port = ntohs(a.sin_port);
+	pthread_create(&f->thread, NULL, fake_main, f);
+}
+
+static void fake_stop(struct fake *f)
+{
+	f->stop = 1;
+	pthread_join(f->thread, NULL);
+	close(f->lfd);
+	pthread_mutex_destroy(&f->lock);
+}
+
+static const char *fake_req(struct fake *f, int i)
+{
+	return i < f->nreq && i < 16 ? f->reqs[i] : "(no such request)";
+}
+
+static struct kube_config *fake_config(int port, const char *token)
+{
+	struct kube_config *cfg = xcalloc(1, sizeof(*cfg));
+	pthread_mutex_init(&cfg->token_lock, NULL);
+	cfg->source = xstrdup("unit test");
+	cfg->server = xasprintf("http://127.0.0.1:%d/", port);
+	cfg->token = token ? xstrdup(token) : NULL;
+	return cfg;
+}
+
+#define POD_JSON "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}"
+#define OK_200 \
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 38\r\n\r\n" POD_JSON
+#define EMPTY_200 "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+#define R429(ra)                                                                                \
+	"HTTP/1.1 429 Too Many Requests\r\nRetry-After: " ra "\r\nContent-Type: text/plain\r\n" \
+	"Content-Length: 18\r\n\r\nToo many requests\n"
+#define R500 "HTTP/1.1 500 Internal Server Error\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n"
+#define R503 "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+#define R401                                                                                       \
+	"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: "          \
+	"76\r\n\r\n"                                                                               \
+	"{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"Unauthorized\",\"code\":401}  " \
+	"  "
+
+struct client {
+	struct fake f;
+	struct kube_config *cfg;
+	struct kube_client *c;
+};
+
+static void client_start(struct client *k, const struct step *steps, int n)
+{
+	fake_start(&k->f, steps, n);
+	k->cfg = fake_config(k->f.port, "tok");
+	struct err *e = NULL;
+	if (kube_client_new(k->cfg, &k->c, &e) < 0) {
+		fprintf(stderr, "kube_client_new: %s\n", e->msg);
+		abort();
+	}
+}
+
+static void client_stop(struct client *k)
+{
+	kube_client_free(k->c);
+	fake_stop(&k->f);
+	kube_config_free(k->cfg);
+}
+
+TEST(get_parses_json_and_sends_headers)
+{
+	static const struct step steps[] = {{.response = OK_200}};
+	struct client k;
+	client_start(&k, steps, 1);
+	struct json *pod = NULL;
+	struct err *e = NULL;
+	long status = 0;
+	CHECK_INT(kube_request(k.c, "GET", "/api/v1/namespaces/a/pods/p", NULL, NULL, 0, &status,
+	                       &pod, &e),
+	          0);
+	CHECK_INT(status, 200);
+	CHECK_STR(json_str(json_path(pod, "metadata.name")), "p");
+	CHECK_CONTAINS(fake_req(&k.f, 0), "GET /api/v1/namespaces/a/pods/p HTTP/1.1");
+	CHECK_CONTAINS(fake_req(&k.f, 0), "Authorization: Bearer tok");
+	CHECK_CONTAINS(fake_req(&k.f, 0), "Accept: application/json");
+	CHECK_CONTAINS(fake_req(&k.f, 0), "User-Agent: krmpod/");
+	CHECK_INT(kube_client_requests(k.c), 1);
+	json_free(pod);
+	client_stop(&k);
+}
+
+TEST(post_and_delete_send_bodies_on_one_connection)
+{
+	static const struct step steps[] = {
+	        {.response = OK_200}, {.response = EMPTY_200}, {.response = OK_200}};
+	struct client k;
+	client_start(&k, steps, 3);
+	struct err *e = NULL;
+	struct json *j = NULL;
+	CHECK_INT(kube_request(k.c, "POST", "/p?fieldValidation=Strict", NULL, "{\"a\":1}", 7, NULL,
+	                       &j, &e),
+	          0);
+	json_free(j);
+	CHECK_INT(kube_request(k.c, "DELETE", "/p/x", "application/json", "{}", 2, NULL, &j, &e),
+	          0);
+	CHECK(j == NULL); /* empty body */
+	CHECK_INT(kube_request(k.c, "GET", "/p/x", NULL, NULL, 0, NULL, NULL, &e), 0);
+	CHECK_CONTAINS(fake_req(&k.f, 0), "POST /p?fieldValidation=Strict HTTP/1.1");
+	CHECK_CONTAINS(fake_req(&k.f, 0), "Content-Type: application/json");
+	CHECK_CONTAINS(fake_req(&k.f, 0), "|body={\"a\":1}");
+	CHECK(strstr(fake_req(&k.f, 0), "Expect:") == NULL);
+	CHECK_CONTAINS(fake_req(&k.f, 1), "DELETE /p/x HTTP/1.1");
+	CHECK_CONTAINS(fake_req(&k.f, 1), "|body={}");
+	CHECK_CONTAINS(fake_req(&k.f, 2), "GET /p/x HTTP/1.1");
+	CHECK(strstr(fake_req(&k.f, 2), "body=") == NULL);
+	client_stop(&k); /* the fake serves connections one at a time: all three reused one */
+}
+
+TEST(retries_429_and_5xx)
+{
+	static const struct step steps[] = {{.response = R429("0")},
+	                                    {.response = R503},
+	                                    {.response = R500},
+	                                    {.response = OK_200}};
+	struct client k;
+	client_start(&k, steps, 4);
+	struct err *e = NULL;
+	long status = 0;
+	int64_t t0 = kube_now_ms();
+	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, &status, NULL, &e), 0);
+	int64_t ms = kube_now_ms() - t0;
+	CHECK_INT(status, 200);
+	CHECK_INT(kube_client_requests(k.c), 4);
+	CHECK(ms >= 200 && ms < 2000); /* 503 without Retry-After: backoff 200 ms (2nd retry) */
+	client_stop(&k);
+}
+
+TEST(retries_are_bounded)
+{
+	static const struct step steps[] = {
+	        {.response = R500}, {.response = R500}, {.response = R500}, {.response = R500},
+	        {.response = R500}, {.response = R500}, {.response = R500}};
+	struct client k;
+	client_start(&k, steps, 7);
+	struct err *e = NULL;
+	long status = 0;
+	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, &status, NULL, &e), -1);
+	CHECK_INT(status, 500);
+	CHECK_INT(kube_client_requests(k.c), 6); /* 1 + 5 retries */
+	CHECK(e && e->code == ERR_API && e->http_status == 500);
+	err_free(e);
+	client_stop(&k);
+}
+
+TEST(retry_after_never_passes_the_deadline)
+{
+	static const struct step steps[] = {{.response = R429("5")}, {.response = OK_200}};
+	struct client k;
+	client_start(&k, steps, 2);
+	kube_client_set_deadline(k.c, kube_now_ms() + 1000);
+	struct err *e = NULL;
+	int64_t t0 = kube_now_ms();
+	CHECK_INT(kube_request(k.c, "POST", "/x", NULL, "{}", 2, NULL, NULL, &e), -1);
+	CHECK(kube_now_ms() - t0 < 500);
+	CHECK(e && e->code == ERR_API && e->http_status == 429);
+	CHECK_STR(e ? e->reason : NULL, "TooManyRequests");
+	CHECK_STR(e ? e->msg : NULL, "POST /x: 429 Too Many Requests: \"Too many requests\"");
+	err_free(e);
+	client_stop(&k);
+}
+
+TEST(unauthorized_rereads_the_token_once)
+{
+	static const struct step steps[] = {
+	        {.response = R401}, {.response = OK_200}, {.response = R401}, {.response = R401}};
+	struct client k;
+	client_start(&k, steps, 4);
+	char path[] = "/tmp/krmpod-test-token-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(write(fd, "new\n", 4) == 4);
+	close(fd);
+	k.cfg->token_file = xstrdup(path);
+	k.cfg->token_read_at = time(NULL); /* "tok" is fresh: only a 401 makes us re-read */
+	struct err *e = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, NULL, NULL, &e), 0);
+	CHECK_CONTAINS(fake_req(&k.f, 0), "Authorization: Bearer tok");
+	CHECK_CONTAINS(fake_req(&k.f, 1), "Authorization: Bearer new");
+	/* A second 401 after the re-read is final. */
+	long status = 0;
+	CHECK_INT(kube_request(k.c, "GET", "/y", NULL, NULL, 0, &status, NULL, &e), -1);
+	CHECK_INT(status, 401);
+	CHECK_INT(kube_client_requests(k.c), 4);
+	CHECK_STR(e ? e->msg : NULL, "GET /y: 401 Unauthorized: Unauthorized");
+	err_free(e);
+	unlink(path);
+	client_stop(&k);
+}
+
+TEST(dropped_connection_is_retried_for_get_only)
+{
+	static const struct step steps[] = {
+	        {.response = NULL}, {.response = OK_200}, {.response = NULL}};
+	struct client k;
+	client_start(&k, steps, 3);
+	struct err *e = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, NULL, NULL, &e), 0);
+	CHECK_INT(kube_client_requests(k.c), 2);
+	/* A POST that may have been applied is not sent again. */
+	CHECK_INT(kube_request(k.c, "POST", "/x", NULL, "{}", 2, NULL, NULL, &e), -1);
+	CHECK_INT(kube_client_requests(k.c), 3);
+	CHECK(e && e->code == ERR_NET);
+	err_free(e);
+	client_stop(&k);
+}
+
+TEST(connection_refused_is_err_net)
+{
+	struct fake f;
+	static const struct step none[] = {{.response = NULL}};
+	fake_start(&f, none, 0);
+	fake_stop(&f); /* the port is closed now */
+	struct kube_config *cfg = fake_config(f.port, NULL);
+	struct kube_client *c = NULL;
+	struct err *e = NULL;
+	CHECK_INT(kube_client_new(cfg, &c, &e), 0);
+	kube_client_set_deadline(c, kube_now_ms() + 250); /* room for one 100 ms backoff */
+	int64_t t0 = kube_now_ms();
+	CHECK_INT(kube_request(c, "POST", "/x", NULL, "{}", 2, NULL, NULL, &e), -1);
+	CHECK(kube_now_ms() - t0 < 1000);
+	CHECK_INT(kube_client_requests(c), 2); /* refused: nothing was sent, so POST retries */
+	CHECK(e && e->code == ERR_NET);
+	CHECK_CONTAINS(e ? e->msg : NULL, "POST /x: ");
+	CHECK_CONTAINS(e ? e->msg : NULL, "(API server http://127.0.0.1:");
+	err_free(e);
+	kube_client_free(c);
+	kube_config_free(cfg);
+}
+
+static volatile sig_atomic_t cancel_flag;
+
+static void *cancel_later(void *arg)
+{
+	(void)arg;
+	pause_ms(100);
+	cancel_flag = 15;
+	return NULL;
+}
+
+TEST(cancel_interrupts_a_hanging_request)
+{
+	static const struct step steps[] = {{.delay_ms = HANG_FOREVER}};
+	struct client k;
+	client_start(&k, steps, 1);
+	cancel_flag = 0;
+	kube_client_set_cancel(k.c, &cancel_flag);
+	pthread_t t;
+	pthread_create(&t, NULL, cancel_later, NULL);
+	struct err *e = NULL;
+	int64_t t0 = kube_now_ms();
+	CHECK_INT(kube_request(k.c, "GET", "/hang", NULL, NULL, 0, NULL, NULL, &e), -1);
+	int64_t ms = kube_now_ms() - t0;
+	pthread_join(t, NULL);
+	CHECK(ms >= 90 && ms < 400); /* one 50 ms slice after the flag, plus slack */
+	CHECK(e && e->code == ERR_SIGNAL && e->signo == 15);
+	err_free(e);
+	/* Cancelled before starting: fails at once without a request. */
+	e = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, NULL, NULL, &e), -1);
+	CHECK(e && e->code == ERR_SIGNAL);
+	CHECK_INT(kube_client_requests(k.c), 1);
+	err_free(e);
+	client_stop(&k);
+}
+
+TEST(deadline_interrupts_a_hanging_stream)
+{
+	static const struct step steps[] = {{.delay_ms = HANG_FOREVER}};
+	struct client k;
+	client_start(&k, steps, 1);
+	kube_client_set_deadline(k.c, kube_now_ms() + 200);
+	struct err *e = NULL;
+	int64_t t0 = kube_now_ms();
+	CHECK_INT(kube_stream_get(k.c, "/watch", NULL, NULL, &e), -1);
+	int64_t ms = kube_now_ms() - t0;
+	CHECK(ms >= 190 && ms < 600);
+	CHECK(e && e->code == ERR_TIMEOUT);
+	err_free(e);
+	client_stop(&k);
+}
+
+struct sink {
+	struct buf got;
+	int calls;
+	const char *stop_after; /* stop once this text has arrived */
+};
+
+static int sink_data(const char *data, size_t len, void *ud)
+{
+	struct sink *s = ud;
+	s->calls++;
+	buf_append(&s->got, data, len, "sink", NULL);
+	return s->stop_after && strstr(s->got.data, s->stop_after) ? 1 : 0;
+}
+
+#define CHUNKED_200 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+TEST(stream_delivers_pieces_and_stops_on_request)
+{
+	static const struct step steps[] = {
+	        {CHUNKED_200 "6\r\nline1\n\r\n",
+	         0,
+	         false,
+	         {"3\r\nlin\r\n", "3\r\ne2\n\r\n", "0\r\n\r\n"}},
+	        {.response = CHUNKED_200 "6\r\nline1\n\r\n",
+	         .close = true,
+	         .pieces = {"6\r\nline2\n\r\n"}}, /* never ends */
+	};
+	struct client k;
+	client_start(&k, steps, 2);
+	struct sink s = {0};
+	buf_init(&s.got, 0);
+	struct err *e = NULL;
+	CHECK_INT(kube_stream_get(k.c, "/w1", sink_data, &s, &e), 0);
+	CHECK_STR(s.got.data, "line1\nline2\n");
+	CHECK(s.calls >= 3);
+	buf_reset(&s.got);
+	s.stop_after = "line2\n";
+	CHECK_INT(kube_stream_get(k.c, "/w2", sink_data, &s, &e), 0);
+	CHECK_STR(s.got.data, "line1\nline2\n");
+	buf_free(&s.got);
+	client_stop(&k);
+}
+
+TEST(stream_errors)
+{
+	static const struct step steps[] = {
+	        {.response = "HTTP/1.1 410 Gone\r\nContent-Type: "
+	                     "application/json\r\nContent-Length: 94\r\n\r\n"
+	                     "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"too old "
+	                     "resource "
+	                     "version\",\"reason\":\"Expired\"}  "},
+	        {.response = CHUNKED_200 "6\r\nline1\n\r\n",
+	         .close = true}, /* the connection drops mid-stream */
+	};
+	struct client k;
+	client_start(&k, steps, 2);
+	struct sink s = {0};
+	buf_init(&s.got, 0);
+	struct err *e = NULL;
+	CHECK_INT(kube_stream_get(k.c, "/w?rv=1", sink_data, &s, &e), -1);
+	CHECK(e && e->code == ERR_API && e->http_status == 410);
+	CHECK_STR(e ? e->reason : NULL, "Expired");
+	CHECK_STR(e ? e->msg : NULL, "GET /w?rv=1: 410 Expired: too old resource version");
+	CHECK_INT(s.calls, 0); /* an error body never reaches on_data */
+	err_free(e);
+	e = NULL;
+	CHECK_INT(kube_stream_get(k.c, "/w", sink_data, &s, &e), -1);
+	CHECK(e && e->code == ERR_NET);
+	CHECK_STR(s.got.data, "line1\n");
+	CHECK_INT(kube_client_requests(k.c), 2); /* streams are not retried */
+	err_free(e);
+	buf_free(&s.got);
+	client_stop(&k);
+}
+
+TEST(response_body_limit)
+{
+	char *big = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %u\r\n\r\n", LIMIT_API_BODY + 1);
+	struct buf resp;
+	buf_init(&resp, 0);
+	buf_puts(&resp, big);
+	free(big);
+	char spaces[4096];
+	memset(spaces, ' ', sizeof(spaces));
+	for (unsigned i = 0; i <= LIMIT_API_BODY; i += sizeof(spaces))
+		buf_append(&resp, spaces, sizeof(spaces), "x", NULL);
+	const struct step steps[] = {{.response = resp.data, .close = true}};
+	struct client k;
+	client_start(&k, steps, 1);
+	struct err *e = NULL;
+	struct json *j = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/big", NULL, NULL, 0, NULL, &j, &e), -1);
+	CHECK(e && e->code == ERR_NET);
+	CHECK_CONTAINS(e ? e->msg : NULL, "exceeds the limit of 8388608 bytes");
+	err_free(e);
+	client_stop(&k);
+	buf_free(&resp);
+}
+
+TEST(tls_server_name_routes_to_the_real_server)
+{
+	static const struct step steps[] = {{.response = OK_200}};
+	struct fake f;
+	fake_start(&f, steps, 1);
+	struct kube_config *cfg = fake_config(f.port, NULL);
+	cfg->tls_server_name = xstrdup("kubernetes.default.svc");
+	struct kube_client *c = NULL;
+	struct err *e = NULL;
+	CHECK_INT(kube_client_new(cfg, &c, &e), 0);
+	CHECK_INT(kube_request(c, "GET", "/version", NULL, NULL, 0, NULL, NULL, &e), 0);
+	char host[64];
+	snprintf(host, sizeof(host), "Host: kubernetes.default.svc:%d", f.port);
+	CHECK_CONTAINS(fake_req(&f, 0), host);
+	CHECK(strstr(fake_req(&f, 0), "Authorization") == NULL); /* no token configured */
+	kube_client_free(c);
+	fake_stop(&f);
+	kube_config_free(cfg);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	log_set_level(LOG_WARN); /* retries log at info; KRMPOD_LOG_LEVEL=debug shows them */
+	log_init_from_env(NULL);
+	RUN(status_forbidden);
+	RUN(status_invalid_adds_causes_not_in_the_message);
+	RUN(status_plain_text_is_quoted);
+	RUN(status_long_body_is_cut);
+	RUN(status_without_message);
+	RUN(retry_after);
+	RUN(query_escape);
+	RUN(clock_is_monotonic);
+	RUN(get_parses_json_and_sends_headers);
+	RUN(post_and_delete_send_bodies_on_one_connection);
+	RUN(retries_429_and_5xx);
+	RUN(retries_are_bounded);
+	RUN(retry_after_never_passes_the_deadline);
+	RUN(unauthorized_rereads_the_token_once);
+	RUN(dropped_connection_is_retried_for_get_only);
+	RUN(connection_refused_is_err_net);
+	RUN(cancel_interrupts_a_hanging_request);
+	RUN(deadline_interrupts_a_hanging_stream);
+	RUN(stream_delivers_pieces_and_stops_on_request);
+	RUN(stream_errors);
+	RUN(response_body_limit);
+	RUN(tls_server_name_routes_to_the_real_server);
+	return check_summary();
+}
