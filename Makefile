@@ -64,7 +64,7 @@ build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS) | build/deps/glibc/.d
 	@mkdir -p $(@D)
 	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
-.PHONY: all asan glibc unit test test-deps integration kubesim-test demo bench fmt fmt-check lint clean distclean image-local
+.PHONY: all asan glibc unit test test-deps integration kubesim-test manifests-test demo bench fmt fmt-check lint clean distclean image-local
 all: build/krmpod
 asan: build/asan/krmpod
 glibc: build/glibc/krmpod
@@ -79,13 +79,17 @@ test-deps:
 kubesim-test: test-deps
 	$(PYTHON) -m pytest -q tests/kubesim_tests
 
+# manifests/ (rendered with kubectl kustomize) and the Helm values agree with the design.
+manifests-test: test-deps
+	$(PYTHON) -m pytest -q tests/manifests
+
 # Integration tests drive the built binaries with real kustomize (kubectl kustomize) against
 # kubesim: first the ASan build, then the static binary.
 integration: test-deps build/asan/krmpod build/krmpod
 	KRMPOD_BIN=$(CURDIR)/build/asan/krmpod $(PYTHON) -m pytest -q tests/integration
 	KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 
-test: lint unit kubesim-test integration
+test: lint unit kubesim-test manifests-test integration
 	@echo "make test: all tiers passed"
 
 demo: test-deps build/krmpod
@@ -108,3 +112,8 @@ clean:
 
 distclean:
 	rm -rf build
+
+# The Argo CD sidecar image, built from locally made base images (debootstrap, docker import;
+# no container registry needed) and tested against kubesim: scripts/image-local.sh.
+image-local:
+	scripts/image-local.sh

@@ -1,11 +1,15 @@
 /* buf.c — see buf.h. */
 #include "buf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cleanup.h"
 #include "xalloc.h"
 
 void buf_init(struct buf *b, size_t limit)
@@ -92,4 +96,30 @@ void buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int buf_read_file(const char *path, size_t limit, const char *what, enum err_code code, char **out,
+                  size_t *len, struct err **err)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(err, code, "%s %s: %s", what, path, strerror(errno));
+	cleanup_buf struct buf b;
+	buf_init(&b, limit);
+	char chunk[8192];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set(err, code, "read %s %s: %s", what, path, strerror(errno));
+		if (n == 0)
+			break;
+		if (buf_append(&b, chunk, (size_t)n, what, err) < 0) {
+			(*err)->code = code;
+			return err_wrap(err, "%s", path);
+		}
+	}
+	*out = buf_steal(&b, len);
+	return 0;
 }

@@ -42,4 +42,9 @@ char *buf_steal(struct buf *b, size_t *len);
 /* Frees the data. */
 void buf_free(struct buf *b);
 
+/* Reads a whole file into a new NUL-terminated string (*out, length *len), failing past
+ * `limit` bytes. Errors carry `code` and name `what` and the path. */
+int buf_read_file(const char *path, size_t limit, const char *what, enum err_code code, char **out,
+                  size_t *len, struct err **err);
+
 #endif

@@ -15,6 +15,13 @@
 int cmd_docker(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod run [flags] IMAGE [ARGS...]`. argv[0] is "run". */
 int cmd_run(int argc, char **argv, int *exit_code, struct err **err);
+/* Argo CD plugin hooks (cmd_cmp.c), run in the application's source directory:
+ * `krmpod generate` prints the rendered manifests, only when everything succeeded;
+ * `krmpod init` is a fast preflight; `krmpod discover` prints the containerized functions
+ * and exits 0 only when there are some (exit 1: not ours). */
+int cmd_generate(int argc, char **argv, int *exit_code, struct err **err);
+int cmd_init(int argc, char **argv, int *exit_code, struct err **err);
+int cmd_discover(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod version`. */
 int cmd_version(int argc, char **argv, int *exit_code, struct err **err);
 

@@ -176,6 +176,15 @@ static int h_env(struct fn_request *req, const char *flag, const char *value, ch
 			return 0;
 		}
 	}
+	/* An Argo CD Application's user variable NAME reaches the plugin as ARGOCD_ENV_NAME: a
+	 * function config that names NAME gets it (README, "Environment"). */
+	for (char *const *e = environ_; e && *e; e++) {
+		if (strncmp(*e, "ARGOCD_ENV_", 11) == 0 && strncmp(*e + 11, value, n) == 0 &&
+		    (*e)[11 + n] == '=') {
+			add_env(req, value, n, *e + 11 + n + 1);
+			return 0;
+		}
+	}
 	/* docker leaves a bare NAME that is unset out of the container's environment. */
 	log_debug("%s %s: not set in krmpod's environment; left out, as docker does", flag, value);
 	return 0;

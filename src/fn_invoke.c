@@ -1,6 +1,9 @@
 /* fn_invoke.c — see fn_invoke.h. */
 #include "fn_invoke.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "kubeconfig.h"
 #include "log.h"
 #include "settings.h"
@@ -19,6 +22,15 @@ int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_co
 	}
 	const char *ns = s.namespace ? s.namespace : cfg->namespace ? cfg->namespace : "default";
 	log_debug("cluster %s (%s), namespace %s", cfg->server, cfg->source, ns);
+	if (s.owner_pod && s.owner_namespace && strcmp(s.owner_namespace, ns) != 0) {
+		/* See settings.h: a cross-namespace owner would get the pod garbage-collected. */
+		log_debug("owner pod %s/%s is not in namespace %s: no ownerReference (the pod's "
+		          "activeDeadlineSeconds and the shims' signal handling clean up)",
+		          s.owner_namespace, s.owner_pod, ns);
+		free(s.owner_pod);
+		free(s.owner_uid);
+		s.owner_pod = s.owner_uid = NULL;
+	}
 	int rc = fn_run(cfg, &s, ns, req, io, exit_code, err);
 	if (rc < 0)
 		err_wrap(err, "run function %s", req->image);

@@ -382,11 +382,12 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 		if (*r->io->cancel)
 			return cancelled(r, err);
 		if ((*err)->code == ERR_TIMEOUT)
-			return err_wrap(err,
-			                "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while "
-			                "the function ran (its output is incomplete): raise "
-			                "KRMPOD_TIMEOUT",
-			                r->req->image, r->ns, r->pod, (long long)r->s->timeout_ms);
+			return err_wrap(
+			        err,
+			        "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while "
+			        "the function ran (its output is incomplete): raise "
+			        "KRMPOD_TIMEOUT",
+			        r->req->image, r->ns, r->pod, (long long)r->s->timeout_ms);
 		return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)",
 		                r->ns, r->pod);
 	}

@@ -19,30 +19,10 @@
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define TOKEN_MAX_AGE  60
 
-/* Reads a whole file into a NUL-terminated buffer, failing past `limit` bytes. */
 static int read_file(const char *path, size_t limit, const char *what, char **out, size_t *len,
                      struct err **err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(err, ERR_CONFIG, "%s %s: %s", what, path, strerror(errno));
-	cleanup_buf struct buf b;
-	buf_init(&b, limit);
-	char chunk[8192];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return err_set(err, ERR_CONFIG, "read %s %s: %s", what, path,
-			               strerror(errno));
-		if (n == 0)
-			break;
-		if (buf_append(&b, chunk, (size_t)n, what, err) < 0)
-			return err_wrap(err, "%s", path);
-	}
-	*out = buf_steal(&b, len);
-	return 0;
+	return buf_read_file(path, limit, what, ERR_CONFIG, out, len, err);
 }
 
 static void trim(char *s)

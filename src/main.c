@@ -21,6 +21,14 @@ struct role {
 
 static const struct role commands[] = {
         {"run", cmd_run, true, "run IMAGE [flags] [ARGS...] < input   run one function as a pod"},
+        {"generate", cmd_generate, false,
+         "generate                          Argo CD plugin: render the kustomization in the "
+         "current directory"},
+        {"init", cmd_init, false,
+         "init                              Argo CD plugin: preflight checks"},
+        {"discover", cmd_discover, false,
+         "discover                          Argo CD plugin: exit 0 if the kustomization uses "
+         "containerized functions"},
         {"version", cmd_version, false, "version                           print the version"},
 };
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cleanup.h"
 #include "xalloc.h"
@@ -201,6 +202,35 @@ static int load_dns_label(const char *var, char **out, struct err **err)
 	return 0;
 }
 
+/* KRMPOD_DEADLINE_MS: set by `krmpod generate` for the shims it runs, so that no function
+ * (and no pod's activeDeadlineSeconds) outlives generate's own deadline. */
+static int apply_deadline(struct settings *s, struct err **err)
+{
+	const char *v = env("KRMPOD_DEADLINE_MS");
+	if (v == NULL)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long deadline = strtoll(v, &end, 10);
+	if (errno || end == v || *end != '\0' || deadline <= 0)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_DEADLINE_MS=%s is not a time in ms since the epoch (krmpod "
+		               "generate sets it; unset it when running the shim by hand)",
+		               v);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (deadline - now <= 0)
+		return err_set(err, ERR_TIMEOUT,
+		               "generate's deadline (KRMPOD_GENERATE_TIMEOUT) passed before this "
+		               "function could start");
+	if (deadline - now < s->timeout_ms)
+		s->timeout_ms = deadline - now;
+	if (s->start_timeout_ms > s->timeout_ms)
+		s->start_timeout_ms = s->timeout_ms;
+	return 0;
+}
+
 int settings_load(struct settings *s, struct err **err)
 {
 	memset(s, 0, sizeof(*s));
@@ -229,6 +259,10 @@ int settings_load(struct settings *s, struct err **err)
 		s->owner_pod = xstrdup(owner);
 		s->owner_uid = xstrdup(uid);
 	}
+	if (load_dns_label("KRMPOD_OWNER_NAMESPACE", &s->owner_namespace, err) < 0)
+		goto fail;
+	if (apply_deadline(s, err) < 0)
+		goto fail;
 	if (s->start_timeout_ms > s->timeout_ms && env("KRMPOD_START_TIMEOUT") == NULL) {
 		s->start_timeout_ms =
 		        s->timeout_ms; /* the default start timeout fits the overall one */
@@ -260,5 +294,6 @@ void settings_clear(struct settings *s)
 	free(s->labels);
 	free(s->owner_pod);
 	free(s->owner_uid);
+	free(s->owner_namespace);
 	memset(s, 0, sizeof(*s));
 }

@@ -26,6 +26,11 @@ struct settings {
 	size_t n_labels;
 	char *owner_pod; /* KRMPOD_OWNER_POD (downward API metadata.name) */
 	char *owner_uid; /* KRMPOD_OWNER_UID (downward API metadata.uid) */
+	/* KRMPOD_OWNER_NAMESPACE (downward API metadata.namespace), or NULL. Kubernetes resolves
+	 * an ownerReference in the dependent's own namespace only: an owner in another namespace
+	 * counts as missing and the garbage collector deletes the dependent at once. So the
+	 * reference is added only when this is unset or equals the functions namespace. */
+	char *owner_namespace;
 };
 
 /* Reads all settings from `getenv`. On failure *s is cleared. */

@@ -121,6 +121,20 @@ def base_env(sim, shim_dir=None, **extra):
     return env
 
 
+def in_cluster_env(kubesim, tmp_path, token):
+    """In-cluster credentials, as the sidecar has them: a service-account dir (token,
+    ca.crt, namespace) and KUBERNETES_SERVICE_HOST/PORT; no KUBECONFIG."""
+    sa = tmp_path / "sa"
+    sa.mkdir(exist_ok=True)
+    (sa / "token").write_text(token + "\n")
+    (sa / "ca.crt").write_text(open(kubesim.state + "/ca.crt").read())
+    (sa / "namespace").write_text("default")
+    env = base_env(kubesim, KUBERNETES_SERVICE_HOST=kubesim.host,
+                   KUBERNETES_SERVICE_PORT=kubesim.port, KRMPOD_SERVICEACCOUNT_DIR=str(sa))
+    del env["KUBECONFIG"]
+    return env
+
+
 def run_shim(sim, args, stdin=b"", env=None, timeout=60, argv0="docker", shim_dir=None):
     """Runs krmpod as `docker ARGS` and returns the CompletedProcess (bytes)."""
     d = shim_dir or tempfile.mkdtemp(prefix="krmpod-shim-")

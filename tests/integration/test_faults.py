@@ -1,5 +1,5 @@
 """Each injected fault ends in success (the client recovers) or in the expected clear error."""
-from conftest import KUSTOMIZE_RUN, base_env, run_shim
+from conftest import KUSTOMIZE_RUN, base_env, in_cluster_env, run_shim
 
 CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
 
@@ -114,18 +114,6 @@ def test_forbidden_names_the_server_message(kubesim, tmp_path):
     r = run_shim(kubesim, CAT, stdin=b"x", env=in_cluster_env(kubesim, tmp_path, ro))
     assert r.returncode == 125
     assert b"403" in r.stderr and b"forbidden" in r.stderr.lower()
-
-
-def in_cluster_env(kubesim, tmp_path, token):
-    sa = tmp_path / "sa"
-    sa.mkdir(exist_ok=True)
-    (sa / "token").write_text(token + "\n")
-    (sa / "ca.crt").write_text(open(kubesim.state + "/ca.crt").read())
-    (sa / "namespace").write_text("default")
-    env = base_env(kubesim, KUBERNETES_SERVICE_HOST=kubesim.host,
-                   KUBERNETES_SERVICE_PORT=kubesim.port, KRMPOD_SERVICEACCOUNT_DIR=str(sa))
-    del env["KUBECONFIG"]
-    return env
 
 
 def test_in_cluster_token_and_401_reread(kubesim, tmp_path):

@@ -123,6 +123,19 @@ def test_pod_is_locked_down_and_labelled(kubesim):
     assert spec["activeDeadlineSeconds"] == 300
 
 
+def test_owner_in_another_namespace_gets_no_owner_reference(kubesim):
+    """Kubernetes resolves ownerReferences in the dependent's namespace only: a reference to
+    the repo-server pod in `argocd` from a pod in another namespace would get the function
+    pod garbage-collected at once."""
+    owner = dict(KRMPOD_OWNER_POD="argocd-repo-server-x", KRMPOD_OWNER_UID="uid-123")
+    for owner_ns, expect_ref in (("argocd", False), ("default", True)):
+        env = base_env(kubesim, KRMPOD_OWNER_NAMESPACE=owner_ns, **owner)
+        proc, body = start_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], env=env)
+        out, err = proc.communicate(b"x", timeout=30)
+        assert proc.returncode == 0, err.decode()
+        assert ("ownerReferences" in body["metadata"]) == expect_ref, (owner_ns, body)
+
+
 def test_network_host_label(kubesim):
     args = list(KUSTOMIZE_RUN)
     args[args.index("none")] = "host"

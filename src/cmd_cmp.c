@@ -1,0 +1,291 @@
+/* cmd_cmp.c — the Argo CD config-management-plugin hooks: generate, init, discover
+ * (plugin.yaml names them; docs/internals/generate.md). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "cmd.h"
+#include "cmp_settings.h"
+#include "kube_http.h"
+#include "kubeconfig.h"
+#include "kustomization.h"
+#include "kustomize_run.h"
+#include "log.h"
+#include "settings.h"
+#include "signals.h"
+#include "xalloc.h"
+
+extern char **environ;
+
+#define INIT_KUSTOMIZE_TIMEOUT_MS 2000
+
+static int no_args(int argc, char **argv, struct err **err)
+{
+	if (argc > 1)
+		return err_set(err, ERR_USAGE,
+		               "krmpod %s takes no arguments (got %s): it works on the current "
+		               "directory, the application's source path",
+		               argv[0], argv[1]);
+	return 0;
+}
+
+static int need_kustomization(const char *what, struct err **err)
+{
+	if (kustomization_file(".") != NULL)
+		return 0;
+	char cwd[PATH_MAX];
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		snprintf(cwd, sizeof(cwd), ".");
+	return err_set(err, ERR_CONFIG,
+	               "%s: no kustomization.yaml, kustomization.yml or Kustomization in %s: point "
+	               "the Application's source path at a kustomization directory",
+	               what, cwd);
+}
+
+/* Validates every setting the shims will read, so a bad value fails once, up front. */
+static int check_function_settings(struct err **err)
+{
+	struct settings s;
+	if (settings_load(&s, err) < 0)
+		return -1;
+	settings_clear(&s);
+	return 0;
+}
+
+/* --- the shim's private bin dir ------------------------------------------------------- */
+
+struct shim_dir {
+	char *path;
+	bool made; /* we made it: remove it afterwards */
+};
+
+static int shim_dir_open(const struct cmp_settings *cs, struct shim_dir *d, struct err **err)
+{
+	memset(d, 0, sizeof(*d));
+	if (cs->shim_dir) {
+		cleanup_free char *docker = xasprintf("%s/docker", cs->shim_dir);
+		if (access(docker, X_OK) < 0)
+			return err_set(
+			        err, ERR_CONFIG,
+			        "KRMPOD_SHIM_DIR=%s: %s is not an executable (%s): it must be a "
+			        "symlink to krmpod named docker",
+			        cs->shim_dir, docker, strerror(errno));
+		d->path = xstrdup(cs->shim_dir);
+		return 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return err_set(err, ERR_IO, "cannot find krmpod's own path (/proc/self/exe): %s",
+		               strerror(errno));
+	self[n] = '\0';
+	const char *tmp = getenv("TMPDIR");
+	d->path = xasprintf("%s/krmpod-shim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(d->path) == NULL) {
+		err_set(err, ERR_IO,
+		        "cannot make the shim's bin directory %s: %s (set TMPDIR to a writable "
+		        "directory, or KRMPOD_SHIM_DIR)",
+		        d->path, strerror(errno));
+		free(d->path);
+		d->path = NULL;
+		return -1;
+	}
+	d->made = true;
+	cleanup_free char *docker = xasprintf("%s/docker", d->path);
+	if (symlink(self, docker) < 0)
+		return err_set(err, ERR_IO, "symlink %s: %s", docker, strerror(errno));
+	return 0;
+}
+
+static void shim_dir_close(struct shim_dir *d)
+{
+	if (d->made && d->path) {
+		cleanup_free char *docker = xasprintf("%s/docker", d->path);
+		unlink(docker);
+		rmdir(d->path);
+	}
+	free(d->path);
+	d->path = NULL;
+}
+
+/* kustomize's environment: ours, with the shim dir first on PATH and generate's deadline
+ * for the shims. Nothing else is added or removed: what a function sees is decided by the
+ * shim, which passes only the variables the function's config names. */
+static char **kustomize_env(const char *shim, long long deadline_epoch_ms)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = xcalloc(n + 3, sizeof(char *));
+	size_t k = 0;
+	const char *path = getenv("PATH");
+	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
+	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "PATH=", 5) != 0 &&
+		    strncmp(environ[i], "KRMPOD_DEADLINE_MS=", 19) != 0)
+			env[k++] = xstrdup(environ[i]);
+	return env;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int write_all(int fd, const char *p, size_t n, struct err **err)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_set(err, ERR_IO, "write the manifests to stdout: %s",
+			               strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static bool blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
+{
+	if (no_args(argc, argv, err) < 0)
+		return -1;
+	int64_t t0 = kube_now_ms();
+	struct cmp_settings cs;
+	if (cmp_settings_load(&cs, err) < 0)
+		return -1;
+	int rc = -1;
+	struct shim_dir sd = {0};
+	char **env = NULL;
+	cleanup_buf struct buf out;
+	buf_init(&out, 0);
+	if (check_function_settings(err) < 0 || need_kustomization("generate", err) < 0 ||
+	    shim_dir_open(&cs, &sd, err) < 0)
+		goto done;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms);
+	cleanup_free char *deadline_name =
+	        xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
+	struct kustomize_opts ko = {
+	        .argv = cs.kustomize_argv,
+	        .envp = env,
+	        .deadline_ms = t0 + cs.timeout_ms,
+	        .deadline_name = deadline_name,
+	        .cancel = &signals_cancel,
+	};
+	if (kustomize_run(&ko, &out, err) < 0) {
+		err_wrap(err, "generate");
+		goto done;
+	}
+	if (blank(out.data, out.len)) {
+		err_set(err, ERR_IO,
+		        "generate: kustomize succeeded but produced no manifests; refusing to "
+		        "print empty output (with auto-prune, Argo CD would delete every resource "
+		        "of the application)");
+		goto done;
+	}
+	if (write_all(1, out.data, out.len, err) < 0)
+		goto done;
+	log_info("generate: %zu bytes of manifests in %lld ms", out.len,
+	         (long long)(kube_now_ms() - t0));
+	*exit_code = 0;
+	rc = 0;
+done:
+	shim_dir_close(&sd);
+	free_strv(env);
+	cmp_settings_clear(&cs);
+	return rc;
+}
+
+/* Runs `kustomize version` (or `kubectl version --client`) to prove the binary runs. */
+static int check_kustomize(const struct cmp_settings *cs, struct err **err)
+{
+	char *const kz_argv[] = {cs->kustomize_argv[0], "version", NULL};
+	char *const kubectl_argv[] = {cs->kustomize_argv[0], "version", "--client", NULL};
+	struct kustomize_opts ko = {
+	        .argv = cs->is_kubectl ? kubectl_argv : kz_argv,
+	        .envp = environ,
+	        .deadline_ms = kube_now_ms() + INIT_KUSTOMIZE_TIMEOUT_MS,
+	        .deadline_name = "init's check of KRMPOD_KUSTOMIZE",
+	        .cancel = &signals_cancel,
+	};
+	cleanup_buf struct buf out;
+	buf_init(&out, 0);
+	if (kustomize_run(&ko, &out, err) < 0)
+		return err_wrap(err, "KRMPOD_KUSTOMIZE=%s does not run", cs->kustomize_argv[0]);
+	return 0;
+}
+
+int cmd_init(int argc, char **argv, int *exit_code, struct err **err)
+{
+	if (no_args(argc, argv, err) < 0)
+		return -1;
+	int64_t t0 = kube_now_ms();
+	struct cmp_settings cs;
+	if (cmp_settings_load(&cs, err) < 0)
+		return -1;
+	int rc = -1;
+	struct kube_config *cfg = NULL;
+	if (check_function_settings(err) < 0 || need_kustomization("init", err) < 0 ||
+	    check_kustomize(&cs, err) < 0)
+		goto done;
+	if (kube_config_load(&cfg, err) < 0) {
+		err_wrap(err,
+		         "init: no usable cluster credentials (the sidecar needs the projected "
+		         "service-account token volume, see docs/install.md)");
+		goto done;
+	}
+	log_info("init: ok: kustomization found, %s runs, credentials from %s (%lld ms)",
+	         cs.kustomize_argv[0], cfg->source, (long long)(kube_now_ms() - t0));
+	*exit_code = 0;
+	rc = 0;
+done:
+	kube_config_free(cfg);
+	cmp_settings_clear(&cs);
+	return rc;
+}
+
+int cmd_discover(int argc, char **argv, int *exit_code, struct err **err)
+{
+	if (no_args(argc, argv, err) < 0)
+		return -1;
+	if (kustomization_file(".") == NULL) {
+		log_debug("discover: no kustomization here");
+		*exit_code = 1;
+		return 0;
+	}
+	struct kfn *fns = NULL;
+	size_t n = 0;
+	if (kustomization_functions(".", &fns, &n, err) < 0)
+		return err_wrap(err, "discover");
+	for (size_t i = 0; i < n; i++)
+		printf("%s: container function %s\n", fns[i].where, fns[i].image);
+	if (n == 0)
+		log_debug(
+		        "discover: the kustomization uses no containerized KRM functions: left to "
+		        "Argo CD's built-in kustomize");
+	kustomization_functions_free(fns, n);
+	*exit_code = n > 0 ? 0 : 1;
+	return 0;
+}

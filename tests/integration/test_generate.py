@@ -1,0 +1,287 @@
+"""`krmpod generate`, `init` and `discover`, end to end: real kustomize (`kubectl kustomize`)
+drives the shim against kubesim, in the environment Argo CD's CMP server gives a plugin
+(ARGOCD_* variables, in-cluster token credentials, its own process group), including its
+kill sequence at the deadline."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from conftest import (IMAGES, KRMPOD_BIN, ROOT, in_cluster_env, kustomize,
+                      no_sanitizer_reports)
+
+APP = os.path.join(ROOT, "tests", "fixtures", "kustomize", "transform-generate")
+DIRECT = os.path.join(ROOT, "tests", "fixtures", "direct-docker")
+
+# What Argo CD's CMP server sets for generate (design.md 3.2), plus things that must never
+# reach a function unless its config names them.
+ARGOCD_ENV = {
+    "ARGOCD_APP_NAME": "demo",
+    "ARGOCD_APP_NAMESPACE": "argocd",
+    "ARGOCD_APP_REVISION": "0123456789abcdef",
+    "ARGOCD_APP_SOURCE_PATH": "apps/demo",
+    "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/apps.git",
+    "ARGOCD_APP_SOURCE_TARGET_REVISION": "main",
+    "ARGOCD_APP_PROJECT_NAME": "default",
+    "KUBE_VERSION": "1.31",
+    "KUBE_API_VERSIONS": "v1,apps/v1",
+    "ARGOCD_ENV_APP_COLOR": "green",
+    "ARGOCD_ENV_UNNAMED": "user value nobody named",
+    "GIT_ASKPASS": "/usr/local/bin/argocd-askpass",
+    "GIT_USERNAME": "robot",
+    "GIT_PASSWORD": "hunter2",
+    "ARGOCD_GIT_ASKPASS_NONCE": "nonce",
+}
+
+
+def cmp_env(kubesim, tmp_path, **extra):
+    env = in_cluster_env(kubesim, tmp_path, kubesim.token)
+    env.update(ARGOCD_ENV)
+    env["KRMPOD_KUSTOMIZE"] = "kubectl kustomize"
+    env["TMPDIR"] = str(tmp_path)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def generate(app, env, cmd="generate", timeout=60):
+    """Runs `krmpod CMD` in app the way the CMP server does: its own process group."""
+    return subprocess.run([KRMPOD_BIN, cmd], cwd=str(app), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout, start_new_session=True)
+
+
+def fn_app(tmp_path, image, envs=(), name="app", data=None):
+    """A kustomization with one Deployment and one containerized transformer."""
+    app = tmp_path / name
+    app.mkdir()
+    (app / "kustomization.yaml").write_text("resources:\n- cm.yaml\ntransformers:\n- fn.yaml\n")
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n"
+                                 "data:\n  k: v\n")
+    env_lines = "".join("        - %s\n" % e for e in envs)
+    (app / "fn.yaml").write_text(
+        "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: fn\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n        image: %s\n%s"
+        % (image, ("        envs:\n" + env_lines) if envs else ""))
+    return app
+
+
+def test_example_app_with_two_functions(kubesim, tmp_path):
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="shim value"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    d = tmp_path / "direct-bin"
+    d.mkdir()
+    os.symlink(DIRECT, str(d / "docker"))
+    direct = kustomize(APP, {"PATH": str(d) + ":" + os.environ["PATH"],
+                             "KRMPOD_TEST_IMAGES": IMAGES, "FROM_SHIM": "shim value",
+                             "HOME": os.environ.get("HOME", "/root")})
+    assert direct.returncode == 0, direct.stderr.decode()
+    assert r.stdout == direct.stdout
+    assert b"team: platform" in r.stdout and b"name: settings" in r.stdout
+    # one line per function, and the function's own stderr passed through
+    assert err.count("image=example.com/fns/") == 2, err
+    assert "add-label: labelled 3 items" in err
+    assert "generate: " in err and "bytes of manifests" in err
+    no_sanitizer_reports(r.stderr)
+
+
+def test_function_failure_leaves_stdout_empty(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/fail:v1")
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert r.stdout == b""
+    assert "fail: boom" in err  # the function's stderr reaches the Argo CD UI
+    assert "no manifests were printed" in err and "kubectl failed with exit status" in err
+    no_sanitizer_reports(r.stderr)
+
+
+def test_image_pull_failure_exit_code_and_message(kubesim, tmp_path):
+    kubesim.faults(pull_fail_images=["cat"])
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "ErrImagePull" in err or "ImagePullBackOff" in err, err
+    assert "example.com/cat:v1" in err
+
+
+def test_empty_output_is_refused(kubesim, tmp_path):
+    app = tmp_path / "empty"
+    app.mkdir()
+    (app / "kustomization.yaml").write_text("resources: []\n")
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"no manifests" in r.stderr and b"auto-prune" in r.stderr
+
+
+def test_env_isolation(kubesim, tmp_path):
+    """A function sees exactly the variables its config names: not the ARGOCD_* variables,
+    git credentials, the credentials' locations or the sidecar's settings; ARGOCD_ENV_<X>
+    reaches it only when its config names X."""
+    app = fn_app(tmp_path, "example.com/printenv:v1",
+                 envs=["GREETING=hi", "APP_COLOR", "SIDE_VAR", "NOT_SET_ANYWHERE"])
+    r = generate(app, cmp_env(kubesim, tmp_path, SIDE_VAR="from the sidecar"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    fn_env = {}
+    for line in err.splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.isupper() and not line.startswith("krmpod"):
+            fn_env[k] = v
+    expected = {"GREETING": "hi", "APP_COLOR": "green", "SIDE_VAR": "from the sidecar",
+                "LOG_TO_STDERR": "true", "STRUCTURED_RESULTS": "true"}
+    for k, v in expected.items():
+        assert fn_env.get(k) == v, (k, fn_env)
+    # what kubesim's "container runtime" adds on its own
+    runtime = {"PATH", "HOSTNAME", "PWD", "SHLVL", "_"}
+    leaked = set(fn_env) - set(expected) - runtime
+    assert leaked == set(), "variables the config did not name reached the function: %r" % (
+        sorted(leaked),)
+    for k in fn_env:
+        assert not k.startswith(("ARGOCD", "GIT_", "KUBE", "KRMPOD")), k
+    # and the pod spec itself carried nothing else (kubesim keeps the request log)
+    assert "NOT_SET_ANYWHERE" not in fn_env
+
+
+def test_bad_setting_is_named_and_nothing_printed(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    for var, val in (("KRMPOD_GENERATE_TIMEOUT", "soon"), ("KRMPOD_ALLOW_NETWORK", "maybe"),
+                     ("KRMPOD_MEMORY_LIMIT", "lots"), ("KRMPOD_KUSTOMIZE_FLAGS", "extra-dir")):
+        r = generate(app, cmp_env(kubesim, tmp_path, **{var: val}))
+        assert r.returncode == 1 and r.stdout == b"", (var, r.stderr)
+        assert var.encode() in r.stderr, (var, r.stderr)
+
+
+def test_kustomize_flags_and_missing_binary(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_KUSTOMIZE_FLAGS="--load-restrictor=LoadRestrictionsNone"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"name: base" in r.stdout
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_KUSTOMIZE="/nonexistent/kustomize"))
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"KRMPOD_KUSTOMIZE" in r.stderr and b"/nonexistent/kustomize" in r.stderr
+
+
+def test_network_flag_only_when_allowed(kubesim, tmp_path):
+    """kustomize passes --network host only to functions that ask for it and only when
+    generate passes --network, which it does only when the admin allows it."""
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    fn = (app / "fn.yaml").read_text().replace(
+        "        image: example.com/cat:v1\n",
+        "        image: example.com/cat:v1\n        network: true\n")
+    (app / "fn.yaml").write_text(fn)
+    labels = []
+    for allow in ("false", "true"):
+        r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_ALLOW_NETWORK=allow,
+                                  KRMPOD_LOG_LEVEL="debug"))
+        labels.append((r.returncode, r.stderr.decode()))
+    # not allowed: kustomize itself refuses a function that needs network
+    assert labels[0][0] == 1 and "network" in labels[0][1], labels[0]
+    assert labels[1][0] == 0, labels[1]
+    reqs = [l for l in kubesim.requests() if "krmpod.dev/network" in l]
+    assert reqs == [] or any("granted" in l for l in reqs)
+
+
+def test_deadline_stops_kustomize_and_deletes_pods(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/sleep")
+    t0 = time.monotonic()
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_GENERATE_TIMEOUT="2s"))
+    took = time.monotonic() - t0
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "KRMPOD_GENERATE_TIMEOUT (2000 ms) ran out" in err, err
+    assert took < 2 + 4 + 3, took  # the deadline plus the stop grace, with slack
+    # the kubesim fixture asserts that no pod is left
+
+
+def wait_running_pod(kubesim, proc, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if any((p.get("status") or {}).get("phase") == "Running" for p in kubesim.api_pods()):
+            return
+        if proc.poll() is not None:
+            raise AssertionError("generate exited early: %s" % proc.stderr.read().decode())
+        time.sleep(0.05)
+    raise AssertionError("no function pod started")
+
+
+def test_argocd_kill_sequence_leaves_no_pods(kubesim, tmp_path):
+    """Argo CD at its deadline: SIGKILL to generate at once, SIGTERM to its process group.
+    Every function pod must be gone within 5 s."""
+    app = fn_app(tmp_path, "example.com/sleep")
+    proc = subprocess.Popen([KRMPOD_BIN, "generate"], cwd=str(app),
+                            env=cmp_env(kubesim, tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    wait_running_pod(kubesim, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGTERM)
+    t0 = time.monotonic()
+    while kubesim.pods() and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    assert kubesim.pods() == [], "pods still there 5 s after the kill sequence"
+    proc.wait(timeout=5)
+    assert proc.stdout.read() == b""
+
+
+def test_sigterm_to_generate_from_a_shell(kubesim, tmp_path):
+    """Not a group leader (run from a shell or a pipeline): generate forwards the signal to
+    kustomize's own group, every pod is deleted, and it exits 143."""
+    app = fn_app(tmp_path, "example.com/sleep")
+    proc = subprocess.Popen([KRMPOD_BIN, "generate"], cwd=str(app),
+                            env=cmp_env(kubesim, tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    wait_running_pod(kubesim, proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 143
+    assert kubesim.pods() == []
+    assert proc.stdout.read() == b""
+
+
+def test_init(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    r = generate(app, cmp_env(kubesim, tmp_path), cmd="init")
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"init: ok" in r.stderr
+    # nothing to render
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    r = generate(empty, cmp_env(kubesim, tmp_path), cmd="init")
+    assert r.returncode == 1 and b"no kustomization.yaml" in r.stderr
+    # kustomize missing
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_KUSTOMIZE="kustomize-missing"),
+                 cmd="init")
+    assert r.returncode == 1 and b"KRMPOD_KUSTOMIZE" in r.stderr
+    # no credentials: neither in-cluster nor a kubeconfig
+    env = cmp_env(kubesim, tmp_path, KRMPOD_SERVICEACCOUNT_DIR=str(tmp_path / "none"),
+                  HOME=str(tmp_path))
+    r = generate(app, env, cmd="init")
+    assert r.returncode == 1 and b"credentials" in r.stderr, r.stderr
+
+
+def test_discover(tmp_path):
+    env = {"PATH": os.environ["PATH"]}
+    r = generate(APP, env, cmd="discover")
+    assert r.returncode == 0
+    assert r.stdout.decode().splitlines() == [
+        "kustomization.yaml: generators: generate.yaml: container function "
+        "example.com/fns/gen-configmap:v1",
+        "kustomization.yaml: transformers: label.yaml: container function "
+        "example.com/fns/add-label:v1"]
+    # an overlay whose base uses a function
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    shutil.copytree(APP, str(tmp_path / "base"))
+    (overlay / "kustomization.yaml").write_text("resources:\n- ../base\n")
+    r = generate(overlay, env, cmd="discover")
+    assert r.returncode == 0 and b"../base/kustomization.yaml: transformers" in r.stdout, r
+    # no functions: left to Argo CD's built-in kustomize
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "kustomization.yaml").write_text("resources:\n- cm.yaml\n")
+    (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    r = generate(plain, env, cmd="discover")
+    assert r.returncode == 1 and r.stdout == b""
+    # no kustomization at all
+    r = generate(tmp_path, env, cmd="discover")
+    assert r.returncode == 1 and r.stdout == b""
