@@ -176,6 +176,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	int rc = -1;
 	struct shim_dir sd = {0};
 	char **env = NULL;
+	cleanup_free char *deadline_name = NULL;
 	cleanup_buf struct buf out;
 	buf_init(&out, 0);
 	if (check_function_settings(err) < 0 || need_kustomization("generate", err) < 0 ||
@@ -185,8 +186,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms);
-	cleanup_free char *deadline_name =
-	        xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
+	deadline_name = xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
 	struct kustomize_opts ko = {
 	        .argv = cs.kustomize_argv,
 	        .envp = env,
