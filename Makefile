@@ -64,7 +64,7 @@ build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS) | build/deps/glibc/.d
 	@mkdir -p $(@D)
 	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
-.PHONY: all asan glibc unit test test-deps integration kubesim-test manifests-test demo bench fmt fmt-check lint clean distclean image-local
+.PHONY: all asan glibc unit test test-deps integration kubesim-test manifests-test e2e-selftest demo bench fmt fmt-check lint clean distclean image-local
 all: build/krmpod
 asan: build/asan/krmpod
 glibc: build/glibc/krmpod
@@ -83,13 +83,19 @@ kubesim-test: test-deps
 manifests-test: test-deps
 	$(PYTHON) -m pytest -q tests/manifests
 
+# The kind scripts cannot run here (no kind, no registry): bash -n, shellcheck, and every
+# file they name exists (e2e/selftest.sh). Their scenario runs against kubesim in
+# tests/integration/test_generate.py.
+e2e-selftest: test-deps
+	bash e2e/selftest.sh
+
 # Integration tests drive the built binaries with real kustomize (kubectl kustomize) against
 # kubesim: first the ASan build, then the static binary.
 integration: test-deps build/asan/krmpod build/krmpod
 	KRMPOD_BIN=$(CURDIR)/build/asan/krmpod $(PYTHON) -m pytest -q tests/integration
 	KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 
-test: lint unit kubesim-test manifests-test integration
+test: lint unit kubesim-test manifests-test e2e-selftest integration
 	@echo "make test: all tiers passed"
 
 demo: test-deps build/krmpod

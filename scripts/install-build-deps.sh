@@ -2,7 +2,7 @@
 # Installs the build tools krmpod's dependency build needs, with apt-get, only when missing.
 set -euo pipefail
 need=()
-for pkg in gcc make cmake musl-tools xz-utils bzip2 ca-certificates debian-archive-keyring perl; do
+for pkg in gcc libc6-dev linux-libc-dev make cmake musl-tools xz-utils bzip2 ca-certificates debian-archive-keyring perl; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

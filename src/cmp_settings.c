@@ -3,7 +3,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "settings.h"
 #include "xalloc.h"
@@ -46,22 +45,6 @@ static size_t push_words(struct cmp_settings *s, size_t *cap, const char *text)
 	return words;
 }
 
-int cmp_parse_bool(const char *var, const char *text, bool *out, struct err **err)
-{
-	static const char *yes[] = {"true", "1", "yes"}, *no[] = {"false", "0", "no"};
-	for (size_t i = 0; i < 3; i++) {
-		if (strcasecmp(text, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(text, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return err_set(err, ERR_CONFIG, "%s=%s is not a boolean: use true or false", var, text);
-}
-
 int cmp_settings_load(struct cmp_settings *s, struct err **err)
 {
 	memset(s, 0, sizeof(*s));
@@ -88,7 +71,7 @@ int cmp_settings_load(struct cmp_settings *s, struct err **err)
 		push(s, &cap, "build", 5);
 	push(s, &cap, "--enable-alpha-plugins", strlen("--enable-alpha-plugins"));
 	const char *net = env("KRMPOD_ALLOW_NETWORK");
-	if (net && cmp_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
+	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
 		goto fail;
 	if (s->allow_network)
 		push(s, &cap, "--network", strlen("--network"));

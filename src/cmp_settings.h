@@ -26,7 +26,4 @@ struct cmp_settings {
 int cmp_settings_load(struct cmp_settings *s, struct err **err);
 void cmp_settings_clear(struct cmp_settings *s);
 
-/* Parses KRMPOD_ALLOW_NETWORK-style booleans: true/false/1/0/yes/no. */
-int cmp_parse_bool(const char *var, const char *text, bool *out, struct err **err);
-
 #endif

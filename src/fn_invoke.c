@@ -15,6 +15,14 @@ int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_co
 	struct settings s;
 	if (settings_load(&s, err) < 0)
 		return -1;
+	if (req->network == FN_NETWORK_HOST && !s.allow_network) {
+		settings_clear(&s);
+		return err_set(err, ERR_USAGE,
+		               "function %s asks for network access (network: true in its config, "
+		               "docker run --network host), but the cluster admin has not allowed "
+		               "it: KRMPOD_ALLOW_NETWORK is not true",
+		               req->image);
+	}
 	struct kube_config *cfg = NULL;
 	if (kube_config_load(&cfg, err) < 0) {
 		settings_clear(&s);

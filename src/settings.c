@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cleanup.h"
@@ -202,6 +203,46 @@ static int load_dns_label(const char *var, char **out, struct err **err)
 	return 0;
 }
 
+int settings_parse_bool(const char *var, const char *text, bool *out, struct err **err)
+{
+	static const char *yes[] = {"true", "1", "yes"}, *no[] = {"false", "0", "no"};
+	for (size_t i = 0; i < 3; i++) {
+		if (strcasecmp(text, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(text, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return err_set(err, ERR_CONFIG, "%s=%s is not a boolean: use true or false", var, text);
+}
+
+int settings_parse_size(const char *var, const char *text, int64_t *out, struct err **err)
+{
+	static const struct {
+		const char *suffix;
+		int64_t mult;
+	} units[] = {{"Ki", 1LL << 10}, {"Mi", 1LL << 20}, {"Gi", 1LL << 30}, {"k", 1000},
+	             {"M", 1000000},    {"G", 1000000000}, {"", 1}};
+	char *end = NULL;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno == 0 && end != text && v > 0) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			if (strcmp(end, units[i].suffix) == 0 && v <= INT64_MAX / units[i].mult) {
+				*out = v * units[i].mult;
+				return 0;
+			}
+		}
+	}
+	return err_set(err, ERR_CONFIG,
+	               "%s=%s is not a size: use bytes or a number with Ki, Mi, Gi (or k, M, G), "
+	               "e.g. 64Mi",
+	               var, text);
+}
+
 /* KRMPOD_DEADLINE_MS: set by `krmpod generate` for the shims it runs, so that no function
  * (and no pod's activeDeadlineSeconds) outlives generate's own deadline. */
 static int apply_deadline(struct settings *s, struct err **err)
@@ -263,6 +304,19 @@ int settings_load(struct settings *s, struct err **err)
 		goto fail;
 	if (apply_deadline(s, err) < 0)
 		goto fail;
+	const char *net = env("KRMPOD_ALLOW_NETWORK");
+	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
+		goto fail;
+	const char *tmpl = env("KRMPOD_POD_TEMPLATE");
+	if (tmpl)
+		s->pod_template = xstrdup(tmpl);
+	const char *helper = env("KRMPOD_HELPER_IMAGE");
+	if (helper)
+		s->helper_image = xstrdup(helper);
+	const char *mmax = env("KRMPOD_MOUNT_MAX_BYTES");
+	s->mount_max_bytes = 64LL << 20;
+	if (mmax && settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
+		goto fail;
 	if (s->start_timeout_ms > s->timeout_ms && env("KRMPOD_START_TIMEOUT") == NULL) {
 		s->start_timeout_ms =
 		        s->timeout_ms; /* the default start timeout fits the overall one */
@@ -295,5 +349,7 @@ void settings_clear(struct settings *s)
 	free(s->owner_pod);
 	free(s->owner_uid);
 	free(s->owner_namespace);
+	free(s->pod_template);
+	free(s->helper_image);
 	memset(s, 0, sizeof(*s));
 }

@@ -4,6 +4,7 @@
 #ifndef KRMPOD_SETTINGS_H
 #define KRMPOD_SETTINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,18 @@ struct settings {
 	 * counts as missing and the garbage collector deletes the dependent at once. So the
 	 * reference is added only when this is unset or equals the functions namespace. */
 	char *owner_namespace;
+	/* KRMPOD_ALLOW_NETWORK=true|false (default false): whether a function whose config asks
+	 * for network (`docker run --network host`) may run, with the network-granted label. */
+	bool allow_network;
+	/* KRMPOD_POD_TEMPLATE: the name of a PodTemplate in the functions namespace, or (when it
+	 * contains a '/') the path of a YAML file holding a PodTemplate or a pod template spec;
+	 * NULL when unset. */
+	char *pod_template;
+	/* KRMPOD_HELPER_IMAGE: the image (krmpod's own, the sidecar image) of the init container
+	 * that receives a function's mounts; NULL when unset (mounts then fail clearly). */
+	char *helper_image;
+	/* KRMPOD_MOUNT_MAX_BYTES (default 64Mi): cap on the bytes of one function's mounts. */
+	int64_t mount_max_bytes;
 };
 
 /* Reads all settings from `getenv`. On failure *s is cleared. */
@@ -40,6 +53,13 @@ void settings_clear(struct settings *s);
 /* Parses a duration: "90" (seconds), "500ms", "90s", "2m", "1h"; > 0. `var` names the
  * variable for the error. */
 int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err);
+
+/* Parses a boolean setting: true/false/1/0/yes/no (any case). */
+int settings_parse_bool(const char *var, const char *text, bool *out, struct err **err);
+
+/* Parses a size in bytes: "1048576", "64Mi", "1Gi", "500k", "10M" (binary Ki/Mi/Gi and
+ * decimal k/M/G suffixes); > 0. */
+int settings_parse_size(const char *var, const char *text, int64_t *out, struct err **err);
 
 /* Checks a Kubernetes resource quantity ("100m", "1", "0.5", "512Mi", "1G", "1e3"). */
 int settings_check_quantity(const char *var, const char *text, struct err **err);

@@ -285,3 +285,25 @@ def test_discover(tmp_path):
     # no kustomization at all
     r = generate(tmp_path, env, cmd="discover")
     assert r.returncode == 1 and r.stdout == b""
+
+
+def test_e2e_scenario_on_kubesim(kubesim, tmp_path):
+    """e2e/app, the kind scenario (e2e/run.sh with Argo CD and the kpt catalog's set-namespace
+    and set-labels), rendered by generate against kubesim with stand-in functions."""
+    import yaml
+    app = os.path.join(ROOT, "e2e", "app")
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    docs = [d for d in yaml.safe_load_all(r.stdout) if d]
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == ["ConfigMap", "Deployment", "Namespace"], kinds
+    want = {"krmpod-e2e": "rendered", "tier": "e2e-functions"}
+    for d in docs:
+        labels = d["metadata"].get("labels") or {}
+        assert want.items() <= labels.items(), d
+        if d["kind"] != "Namespace":
+            assert d["metadata"]["namespace"] == "krmpod-e2e-app", d
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    assert want.items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    assert err.count("image=ghcr.io/kptdev/krm-functions-catalog/") == 2, err

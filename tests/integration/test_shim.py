@@ -136,10 +136,33 @@ def test_owner_in_another_namespace_gets_no_owner_reference(kubesim):
         assert ("ownerReferences" in body["metadata"]) == expect_ref, (owner_ns, body)
 
 
+def test_network_host_refused_unless_allowed(kubesim):
+    args = list(KUSTOMIZE_RUN)
+    args[args.index("none")] = "host"
+    for setting in ({}, {"KRMPOD_ALLOW_NETWORK": "false"}):
+        r = run_shim(kubesim, args + ["example.com/cat"], stdin=b"x",
+                     env=base_env(kubesim, **setting))
+        assert r.returncode == 125 and r.stdout == b""
+        err = r.stderr.decode()
+        assert "example.com/cat" in err and "KRMPOD_ALLOW_NETWORK" in err, err
+    assert kubesim.api_pods() == []  # refused before any pod was made
+    r = run_shim(kubesim, args + ["example.com/cat"], env=base_env(
+        kubesim, KRMPOD_ALLOW_NETWORK="sometimes"))
+    assert r.returncode == 125 and b"KRMPOD_ALLOW_NETWORK=sometimes" in r.stderr
+
+
+def test_network_labels(kubesim):
+    proc, body = start_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"])
+    out, err = proc.communicate(b"x", timeout=30)
+    assert proc.returncode == 0, err.decode()
+    assert body["metadata"]["labels"]["krmpod.dev/network"] == "none"
+
+
 def test_network_host_label(kubesim):
     args = list(KUSTOMIZE_RUN)
     args[args.index("none")] = "host"
-    proc, body = start_shim(kubesim, args + ["example.com/cat"])
+    proc, body = start_shim(kubesim, args + ["example.com/cat"],
+                            env=base_env(kubesim, KRMPOD_ALLOW_NETWORK="true"))
     out, err = proc.communicate(b"x", timeout=30)
     assert proc.returncode == 0, err.decode()
     assert body["metadata"]["labels"]["krmpod.dev/network"] == "granted"
