@@ -224,8 +224,13 @@ int settings_parse_size(const char *var, const char *text, int64_t *out, struct 
 	static const struct {
 		const char *suffix;
 		int64_t mult;
-	} units[] = {{"Ki", 1LL << 10}, {"Mi", 1LL << 20}, {"Gi", 1LL << 30}, {"k", 1000},
-	             {"M", 1000000},    {"G", 1000000000}, {"", 1}};
+	} units[] = {{"Ki", 1LL << 10},
+	             {"Mi", 1LL << 20},
+	             {"Gi", 1LL << 30},
+	             {"k", 1000},
+	             {"M", 1000000},
+	             {"G", 1000000000},
+	             {"", 1}};
 	char *end = NULL;
 	errno = 0;
 	long long v = strtoll(text, &end, 10);
@@ -315,7 +320,8 @@ int settings_load(struct settings *s, struct err **err)
 		s->helper_image = xstrdup(helper);
 	const char *mmax = env("KRMPOD_MOUNT_MAX_BYTES");
 	s->mount_max_bytes = 64LL << 20;
-	if (mmax && settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
+	if (mmax &&
+	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
 		goto fail;
 	if (s->start_timeout_ms > s->timeout_ms && env("KRMPOD_START_TIMEOUT") == NULL) {
 		s->start_timeout_ms =
