@@ -13,11 +13,14 @@
 #include "cleanup.h"
 #include "cmd.h"
 #include "cmp_settings.h"
+#include "fn_invoke.h"
+#include "json.h"
 #include "kube_http.h"
 #include "kubeconfig.h"
 #include "kustomization.h"
 #include "kustomize_run.h"
 #include "log.h"
+#include "pod_template.h"
 #include "settings.h"
 #include "signals.h"
 #include "xalloc.h"
@@ -115,33 +118,6 @@ static void shim_dir_close(struct shim_dir *d)
 	d->path = NULL;
 }
 
-/* kustomize's environment: ours, with the shim dir first on PATH and generate's deadline
- * for the shims. Nothing else is added or removed: what a function sees is decided by the
- * shim, which passes only the variables the function's config names. */
-static char **kustomize_env(const char *shim, long long deadline_epoch_ms)
-{
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = xcalloc(n + 3, sizeof(char *));
-	size_t k = 0;
-	const char *path = getenv("PATH");
-	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
-	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "PATH=", 5) != 0 &&
-		    strncmp(environ[i], "KRMPOD_DEADLINE_MS=", 19) != 0)
-			env[k++] = xstrdup(environ[i]);
-	return env;
-}
-
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static int write_all(int fd, const char *p, size_t n, struct err **err)
 {
 	while (n > 0) {
@@ -149,12 +125,86 @@ static int write_all(int fd, const char *p, size_t n, struct err **err)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return err_set(err, ERR_IO, "write the manifests to stdout: %s",
-			               strerror(errno));
+			return err_set(err, ERR_IO, "write: %s", strerror(errno));
 		p += w;
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* kustomize's environment: ours, with the shim dir first on PATH and generate's deadline
+ * for the shims. Nothing else is added or removed: what a function sees is decided by the
+ * shim, which passes only the variables the function's config names. */
+static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
+                            const char *template_file)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = xcalloc(n + 4, sizeof(char *));
+	size_t k = 0;
+	const char *path = getenv("PATH");
+	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
+	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
+	if (template_file)
+		env[k++] = xasprintf("KRMPOD_POD_TEMPLATE=%s", template_file);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "PATH=", 5) != 0 &&
+		    strncmp(environ[i], "KRMPOD_DEADLINE_MS=", 19) != 0 &&
+		    (template_file == NULL || strncmp(environ[i], "KRMPOD_POD_TEMPLATE=", 20) != 0))
+			env[k++] = xstrdup(environ[i]);
+	return env;
+}
+
+/* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run, checked, and
+ * handed to the shims as a file (*out: its path, to unlink; NULL when there is nothing to
+ * prefetch), so that no function pays a request for it. */
+static int prefetch_template(char **out, struct err **err)
+{
+	*out = NULL;
+	struct settings s;
+	if (settings_load(&s, err) < 0)
+		return -1;
+	if (s.pod_template == NULL || strchr(s.pod_template, '/')) {
+		settings_clear(&s);
+		return 0;
+	}
+	struct kube_config *cfg = NULL;
+	int rc = kube_config_load(&cfg, err);
+	if (rc == 0)
+		rc = pod_template_load(&s, cfg, fn_invoke_namespace(&s, cfg), err);
+	if (rc == 0) {
+		const char *tmp = getenv("TMPDIR");
+		char *path = xasprintf("%s/krmpod-podtemplate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		cleanup_close int fd = mkstemp(path);
+		cleanup_buf struct buf b;
+		buf_init(&b, 0);
+		struct jw w;
+		jw_init(&w, &b);
+		json_write(&w, s.template);
+		if (fd < 0 || write_all(fd, b.data, b.len, err) < 0) {
+			if (fd < 0)
+				err_set(err, ERR_IO,
+				        "cannot write the PodTemplate for the shims to %s: %s",
+				        path, strerror(errno));
+			else
+				unlink(path);
+			free(path);
+			rc = -1;
+		} else {
+			*out = path;
+		}
+	}
+	kube_config_free(cfg);
+	settings_clear(&s);
+	return rc;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
 }
 
 static bool blank(const char *s, size_t n)
@@ -177,15 +227,16 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	struct shim_dir sd = {0};
 	char **env = NULL;
 	cleanup_free char *deadline_name = NULL;
+	char *template_file = NULL;
 	cleanup_buf struct buf out;
 	buf_init(&out, 0);
 	if (check_function_settings(err) < 0 || need_kustomization("generate", err) < 0 ||
-	    shim_dir_open(&cs, &sd, err) < 0)
+	    shim_dir_open(&cs, &sd, err) < 0 || prefetch_template(&template_file, err) < 0)
 		goto done;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms);
+	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file);
 	deadline_name = xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
 	struct kustomize_opts ko = {
 	        .argv = cs.kustomize_argv,
@@ -205,14 +256,19 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 		        "of the application)");
 		goto done;
 	}
-	if (write_all(1, out.data, out.len, err) < 0)
+	if (write_all(1, out.data, out.len, err) < 0) {
+		err_wrap(err, "generate: print the manifests");
 		goto done;
+	}
 	log_info("generate: %zu bytes of manifests in %lld ms", out.len,
 	         (long long)(kube_now_ms() - t0));
 	*exit_code = 0;
 	rc = 0;
 done:
 	shim_dir_close(&sd);
+	if (template_file)
+		unlink(template_file);
+	free(template_file);
 	free_strv(env);
 	cmp_settings_clear(&cs);
 	return rc;

@@ -6,7 +6,13 @@
 
 #include "kubeconfig.h"
 #include "log.h"
+#include "pod_template.h"
 #include "settings.h"
+
+const char *fn_invoke_namespace(const struct settings *s, const struct kube_config *cfg)
+{
+	return s->namespace ? s->namespace : cfg->namespace ? cfg->namespace : "default";
+}
 
 int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_code,
               struct err **err)
@@ -28,7 +34,7 @@ int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_co
 		settings_clear(&s);
 		return -1;
 	}
-	const char *ns = s.namespace ? s.namespace : cfg->namespace ? cfg->namespace : "default";
+	const char *ns = fn_invoke_namespace(&s, cfg);
 	log_debug("cluster %s (%s), namespace %s", cfg->server, cfg->source, ns);
 	if (s.owner_pod && s.owner_namespace && strcmp(s.owner_namespace, ns) != 0) {
 		/* See settings.h: a cross-namespace owner would get the pod garbage-collected. */
@@ -39,7 +45,9 @@ int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_co
 		free(s.owner_uid);
 		s.owner_pod = s.owner_uid = NULL;
 	}
-	int rc = fn_run(cfg, &s, ns, req, io, exit_code, err);
+	int rc = pod_template_load(&s, cfg, ns, err);
+	if (rc == 0)
+		rc = fn_run(cfg, &s, ns, req, io, exit_code, err);
 	if (rc < 0)
 		err_wrap(err, "run function %s", req->image);
 	kube_config_free(cfg);

@@ -6,6 +6,12 @@
 #include "err.h"
 #include "fn_request.h"
 #include "fn_run.h"
+#include "kubeconfig.h"
+#include "settings.h"
+
+/* The functions namespace: KRMPOD_NAMESPACE, else the kubeconfig context's / in-cluster
+ * namespace, else "default". */
+const char *fn_invoke_namespace(const struct settings *s, const struct kube_config *cfg);
 
 /* Namespace: KRMPOD_NAMESPACE, else the kubeconfig context's / in-cluster namespace, else
  * "default". Returns like fn_run(). */

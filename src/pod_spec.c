@@ -2,9 +2,11 @@
 #include "pod_spec.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "json.h"
+#include "pod_template.h"
 #include "xalloc.h"
 
 char *pod_spec_generate_name(const char *image)
@@ -59,6 +61,17 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 	free(gen);
 	jw_key(w, "labels");
 	jw_obj_begin(w);
+	/* The PodTemplate's labels first (pod_template_check refused krmpod's own), unless
+	 * KRMPOD_EXTRA_LABELS sets the same key: strict field validation refuses duplicates. */
+	const struct json *tl = json_path(s->template, "metadata.labels");
+	for (size_t i = 0; i < json_len(tl); i++) {
+		const char *k = json_key_at(tl, i);
+		bool dup = false;
+		for (size_t j = 0; j < s->n_labels && !dup; j++)
+			dup = strcmp(s->labels[j].key, k) == 0;
+		if (!dup)
+			jw_kv_str(w, k, json_str(json_at(tl, i)));
+	}
 	for (size_t i = 0; i < s->n_labels; i++)
 		jw_kv_str(w, s->labels[i].key, s->labels[i].value);
 	jw_kv_str(w, POD_LABEL_MANAGED_BY, "krmpod");
@@ -67,6 +80,11 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 	jw_obj_end(w);
 	jw_key(w, "annotations");
 	jw_obj_begin(w);
+	const struct json *ta = json_path(s->template, "metadata.annotations");
+	for (size_t i = 0; i < json_len(ta); i++)
+		if (strcmp(json_key_at(ta, i), POD_ANNOTATION_IMAGE) != 0 &&
+		    json_scalar(json_at(ta, i)))
+			jw_kv_str(w, json_key_at(ta, i), json_scalar(json_at(ta, i)));
 	jw_kv_str(w, POD_ANNOTATION_IMAGE, req->image);
 	jw_obj_end(w);
 	if (s->owner_pod) {
@@ -82,6 +100,50 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 		jw_arr_end(w);
 	}
 	jw_obj_end(w);
+}
+
+/* The function container's volumeMounts: the PodTemplate's first container's. */
+static void write_volume_mounts(struct jw *w, const struct fn_request *req,
+                                const struct settings *s)
+{
+	(void)req;
+	const struct json *tm = json_get(pod_template_container(s->template), "volumeMounts");
+	if (json_len(tm) == 0)
+		return;
+	jw_key(w, "volumeMounts");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < json_len(tm); i++)
+		json_write(w, json_at(tm, i));
+	jw_arr_end(w);
+}
+
+/* The pod's volumes: the PodTemplate's. */
+static void write_volumes(struct jw *w, const struct fn_request *req, const struct settings *s)
+{
+	(void)req;
+	const struct json *tv = json_path(s->template, "spec.volumes");
+	if (json_len(tv) == 0)
+		return;
+	jw_key(w, "volumes");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < json_len(tv); i++)
+		json_write(w, json_at(tv, i));
+	jw_arr_end(w);
+}
+
+/* Scheduling and runtime fields a PodTemplate may set, copied as they are. */
+static void write_template_spec(struct jw *w, const struct settings *s)
+{
+	static const char *keys[] = {"tolerations",       "nodeSelector",     "affinity",
+	                             "priorityClassName", "imagePullSecrets", "runtimeClassName"};
+	const struct json *spec = json_get(s->template, "spec");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const struct json *v = json_get(spec, keys[i]);
+		if (v && json_type(v) != JSON_NULL) {
+			jw_key(w, keys[i]);
+			json_write(w, v);
+		}
+	}
 }
 
 static void write_container(struct jw *w, const struct fn_request *req, const struct settings *s)
@@ -138,6 +200,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	jw_obj_end(w);
 	jw_obj_end(w);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
+	write_volume_mounts(w, req, s);
 	jw_obj_end(w);
 }
 
@@ -170,10 +233,12 @@ void pod_spec_build(const struct fn_request *req, const struct settings *s, stru
 	jw_kv_str(&w, "type", "RuntimeDefault");
 	jw_obj_end(&w);
 	jw_obj_end(&w);
+	write_template_spec(&w, s);
 	jw_key(&w, "containers");
 	jw_arr_begin(&w);
 	write_container(&w, req, s);
 	jw_arr_end(&w);
+	write_volumes(&w, req, s);
 	jw_obj_end(&w);
 	jw_obj_end(&w);
 }

@@ -176,9 +176,12 @@ static int load_duration(const char *var, int64_t def_ms, int64_t *out, struct e
 	return settings_parse_duration(var, v, out, err);
 }
 
-static int load_quantity(const char *var, const char *def, char **out, struct err **err)
+static int load_quantity(const char *var, const char *def, char **out, unsigned bit, unsigned *set,
+                         struct err **err)
 {
 	const char *v = env(var);
+	if (v)
+		*set |= bit;
 	if (v && settings_check_quantity(var, v, err) < 0)
 		return -1;
 	*out = xstrdup(v ? v : def);
@@ -283,10 +286,14 @@ int settings_load(struct settings *s, struct err **err)
 	if (load_dns_label("KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
 	    load_duration("KRMPOD_START_TIMEOUT", 120000, &s->start_timeout_ms, err) < 0 ||
 	    load_duration("KRMPOD_TIMEOUT", 300000, &s->timeout_ms, err) < 0 ||
-	    load_quantity("KRMPOD_CPU_REQUEST", "100m", &s->cpu_request, err) < 0 ||
-	    load_quantity("KRMPOD_CPU_LIMIT", "1", &s->cpu_limit, err) < 0 ||
-	    load_quantity("KRMPOD_MEMORY_REQUEST", "64Mi", &s->memory_request, err) < 0 ||
-	    load_quantity("KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit, err) < 0)
+	    load_quantity("KRMPOD_CPU_REQUEST", "100m", &s->cpu_request, SETTINGS_SET_CPU_REQUEST,
+	                  &s->resources_set, err) < 0 ||
+	    load_quantity("KRMPOD_CPU_LIMIT", "1", &s->cpu_limit, SETTINGS_SET_CPU_LIMIT,
+	                  &s->resources_set, err) < 0 ||
+	    load_quantity("KRMPOD_MEMORY_REQUEST", "64Mi", &s->memory_request,
+	                  SETTINGS_SET_MEMORY_REQUEST, &s->resources_set, err) < 0 ||
+	    load_quantity("KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit,
+	                  SETTINGS_SET_MEMORY_LIMIT, &s->resources_set, err) < 0)
 		goto fail;
 	const char *labels = env("KRMPOD_EXTRA_LABELS");
 	if (labels && parse_labels("KRMPOD_EXTRA_LABELS", labels, s, err) < 0)
@@ -357,5 +364,6 @@ void settings_clear(struct settings *s)
 	free(s->owner_namespace);
 	free(s->pod_template);
 	free(s->helper_image);
+	json_free(s->template_doc);
 	memset(s, 0, sizeof(*s));
 }

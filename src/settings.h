@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "json.h"
 
 struct label {
 	char *key;
@@ -44,7 +45,19 @@ struct settings {
 	char *helper_image;
 	/* KRMPOD_MOUNT_MAX_BYTES (default 64Mi): cap on the bytes of one function's mounts. */
 	int64_t mount_max_bytes;
+	/* Which resources came from KRMPOD_* variables (SETTINGS_SET_*): a PodTemplate's
+	 * resources are defaults for the others. */
+	unsigned resources_set;
+	/* The loaded PodTemplate (pod_template.h): the document, owned, and its template part
+	 * ({metadata, spec}) within it; NULL without KRMPOD_POD_TEMPLATE. */
+	struct json *template_doc;
+	const struct json *template;
 };
+
+#define SETTINGS_SET_CPU_REQUEST    1u
+#define SETTINGS_SET_CPU_LIMIT      2u
+#define SETTINGS_SET_MEMORY_REQUEST 4u
+#define SETTINGS_SET_MEMORY_LIMIT   8u
 
 /* Reads all settings from `getenv`. On failure *s is cleared. */
 int settings_load(struct settings *s, struct err **err);
