@@ -22,6 +22,8 @@ int cmd_run(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_generate(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_init(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_discover(int argc, char **argv, int *exit_code, struct err **err);
+/* `krmpod doctor`: cluster-side preflight report on stdout; exit 1 when a check failed. */
+int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod version`. */
 int cmd_version(int argc, char **argv, int *exit_code, struct err **err);
 

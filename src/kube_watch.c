@@ -74,6 +74,74 @@ static const struct json *find_container(const struct json *statuses, const char
 	return NULL;
 }
 
+bool pod_waiting_is_fatal(const char *why, int64_t *pull_since, int64_t now, int64_t *recheck_at)
+{
+	if (strcmp(why, "InvalidImageName") == 0 ||
+	    strcmp(why, "CreateContainerConfigError") == 0 ||
+	    strcmp(why, "ErrImageNeverPull") == 0 || strcmp(why, "ImagePullBackOff") == 0 ||
+	    strcmp(why, "CreateContainerError") == 0 || strcmp(why, "RunContainerError") == 0)
+		return true;
+	if (strcmp(why, "ErrImagePull") == 0) {
+		if (*pull_since == 0)
+			*pull_since = now;
+		if (now - *pull_since >= POD_IMAGE_PULL_GRACE_MS)
+			return true;
+		*recheck_at = *pull_since + POD_IMAGE_PULL_GRACE_MS;
+		return false;
+	}
+	*pull_since = 0;
+	return false;
+}
+
+/* The state of one container status: CS_* with its reason, message and exit code. */
+static enum container_state decode_cstate(const struct json *cs, char *reason, size_t rsize,
+                                          char *message, size_t msize, int *exit_code)
+{
+	/* `state` only: `lastState` describes an earlier run of the container. */
+	const struct json *state = json_get(cs, "state");
+	const struct json *t = json_get(state, "terminated");
+	const struct json *w = json_get(state, "waiting");
+	const struct json *detail = NULL;
+	enum container_state cstate = CS_UNKNOWN;
+	if (t) {
+		cstate = CS_TERMINATED;
+		long long code = 0;
+		if (json_int(json_get(t, "exitCode"), &code))
+			*exit_code = (int)code;
+		detail = t;
+	} else if (json_get(state, "running")) {
+		cstate = CS_RUNNING;
+	} else if (w) {
+		cstate = CS_WAITING;
+		detail = w;
+	}
+	if (detail) {
+		copy_str(reason, rsize, json_str(json_get(detail, "reason")));
+		copy_str(message, msize, json_str(json_get(detail, "message")));
+	}
+	return cstate;
+}
+
+static void decode_init(const struct json *statuses, struct pod_state *out)
+{
+	for (size_t i = 0; i < json_len(statuses); i++) {
+		const struct json *cs = json_at(statuses, i);
+		int code = 0;
+		char reason[64] = "", message[2048] = "";
+		enum container_state st = decode_cstate(cs, reason, sizeof(reason), message,
+		                                        sizeof(message), &code);
+		if (st == CS_TERMINATED && code == 0)
+			continue;
+		copy_str(out->init_name, sizeof(out->init_name), json_str(json_get(cs, "name")));
+		out->init_cstate = st;
+		out->init_exit_code = code;
+		memcpy(out->init_reason, reason, sizeof(reason));
+		memcpy(out->init_message, message, sizeof(message));
+		return;
+	}
+	out->init_done = json_len(statuses) > 0;
+}
+
 void pod_state_decode(const struct json *pod, const char *container, struct pod_state *out)
 {
 	int64_t t_scheduled = out->t_scheduled, t_running = out->t_running;
@@ -115,33 +183,13 @@ void pod_state_decode(const struct json *pod, const char *container, struct pod_
 	if (!have_condition && json_str(json_path(pod, "spec.nodeName")))
 		out->scheduled = true;
 
+	decode_init(json_get(status, "initContainerStatuses"), out);
+
 	const struct json *cs = find_container(json_get(status, "containerStatuses"), container);
 	if (cs == NULL)
 		cs = find_container(json_get(status, "initContainerStatuses"), container);
-	/* `state` only: `lastState` describes an earlier run of the container. */
-	const struct json *state = json_get(cs, "state");
-	const struct json *t = json_get(state, "terminated");
-	const struct json *r = json_get(state, "running");
-	const struct json *w = json_get(state, "waiting");
-	const struct json *detail = NULL;
-	if (t) {
-		out->cstate = CS_TERMINATED;
-		long long code = 0;
-		if (json_int(json_get(t, "exitCode"), &code))
-			out->exit_code = (int)code;
-		detail = t;
-	} else if (r) {
-		out->cstate = CS_RUNNING;
-	} else if (w) {
-		out->cstate = CS_WAITING;
-		detail = w;
-	}
-	if (detail) {
-		copy_str(out->c_reason, sizeof(out->c_reason),
-		         json_str(json_get(detail, "reason")));
-		copy_str(out->c_message, sizeof(out->c_message),
-		         json_str(json_get(detail, "message")));
-	}
+	out->cstate = decode_cstate(cs, out->c_reason, sizeof(out->c_reason), out->c_message,
+	                            sizeof(out->c_message), &out->exit_code);
 }
 
 /* Whether two states differ in anything but the resourceVersion, times and generation. */
@@ -152,7 +200,11 @@ static bool state_differs(const struct pod_state *a, const struct pod_state *b)
 	       strcmp(a->sched_reason, b->sched_reason) != 0 ||
 	       strcmp(a->sched_message, b->sched_message) != 0 || a->cstate != b->cstate ||
 	       strcmp(a->c_reason, b->c_reason) != 0 || strcmp(a->c_message, b->c_message) != 0 ||
-	       a->exit_code != b->exit_code || a->deleted != b->deleted;
+	       a->exit_code != b->exit_code || a->deleted != b->deleted ||
+	       a->init_done != b->init_done || strcmp(a->init_name, b->init_name) != 0 ||
+	       a->init_cstate != b->init_cstate || strcmp(a->init_reason, b->init_reason) != 0 ||
+	       strcmp(a->init_message, b->init_message) != 0 ||
+	       a->init_exit_code != b->init_exit_code;
 }
 
 /* Takes in a new Pod object: decodes it into *st, stamps first-seen times and bumps the

@@ -36,11 +36,31 @@ struct pod_state {
 	char c_message[2048];        /* waiting.message or terminated.message */
 	int exit_code;               /* terminated.exitCode */
 	bool deleted;                /* a DELETED event was seen or the pod is gone (404) */
+	/* Init containers (the mounts helper): init_done when the pod has init container
+	 * statuses and all of them terminated with exit code 0. Otherwise init_name names the
+	 * first one that has not (empty when the pod reports no init containers), with its
+	 * state, reason, message and exit code. */
+	bool init_done;
+	char init_name[64];
+	enum container_state init_cstate;
+	char init_reason[64];
+	char init_message[2048];
+	int init_exit_code;
 	char resource_version[32];
 	/* Monotonic ms when the watch first saw each condition (0 = not yet). */
 	int64_t t_scheduled, t_running, t_terminated;
 	uint64_t generation; /* increments with every change the watch observes */
 };
+
+/* Whether a container waiting with `reason` will never start by itself: InvalidImageName,
+ * CreateContainerConfigError, ErrImageNeverPull, ImagePullBackOff, CreateContainerError,
+ * RunContainerError, and ErrImagePull once it has lasted POD_IMAGE_PULL_GRACE_MS (kubelet turns
+ * it into ImagePullBackOff after its first retry; transient registry errors recover).
+ * *pull_since tracks when ErrImagePull was first seen (0 = not now); when it is not fatal
+ * yet, *recheck_at is set to when it will be. */
+#define POD_IMAGE_PULL_GRACE_MS 5000
+bool pod_waiting_is_fatal(const char *reason, int64_t *pull_since, int64_t now,
+                          int64_t *recheck_at);
 
 /* Decodes a Pod object into *out (container selects the containerStatuses entry; fields
  * not present are left empty). Does not touch out->t_* or out->generation. */

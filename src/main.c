@@ -29,6 +29,9 @@ static const struct role commands[] = {
         {"discover", cmd_discover, false,
          "discover                          Argo CD plugin: exit 0 if the kustomization uses "
          "containerized functions"},
+        {"doctor", cmd_doctor, false,
+         "doctor                            check permissions and NetworkPolicies in the "
+         "functions namespace"},
         {"version", cmd_version, false, "version                           print the version"},
 };
 

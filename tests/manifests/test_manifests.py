@@ -40,6 +40,7 @@ EXPECTED_RULES = [
     {"apiGroups": [""], "resources": ["pods/attach"], "verbs": ["get", "create"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["get"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "list"]},
 ]
 
 EXPECTED_PSS_LABELS = {
