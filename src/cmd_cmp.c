@@ -260,7 +260,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 		err_wrap(err, "generate: print the manifests");
 		goto done;
 	}
-	log_info("generate: %zu bytes of manifests in %lld ms", out.len,
+	log_info("%zu bytes of manifests in %lld ms", out.len,
 	         (long long)(kube_now_ms() - t0));
 	*exit_code = 0;
 	rc = 0;

@@ -81,7 +81,7 @@ def test_example_app_with_two_functions(kubesim, tmp_path):
     # one line per function, and the function's own stderr passed through
     assert err.count("image=example.com/fns/") == 2, err
     assert "add-label: labelled 3 items" in err
-    assert "generate: " in err and "bytes of manifests" in err
+    assert "krmpod[generate]: " in err and "bytes of manifests" in err
     no_sanitizer_reports(r.stderr)
 
 
