@@ -136,24 +136,79 @@ static int write_all(int fd, const char *p, size_t n, struct err **err)
  * for the shims. Nothing else is added or removed: what a function sees is decided by the
  * shim, which passes only the variables the function's config names. */
 static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
-                            const char *template_file)
+                            const char *template_file, const char *overrides_file)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 4, sizeof(char *));
+	char **env = xcalloc(n + 5, sizeof(char *));
 	size_t k = 0;
 	const char *path = getenv("PATH");
 	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
 	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
 	if (template_file)
 		env[k++] = xasprintf("KRMPOD_POD_TEMPLATE=%s", template_file);
+	env[k++] = xasprintf("KRMPOD_FN_OVERRIDES=%s", overrides_file ? overrides_file : "");
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "PATH=", 5) != 0 &&
 		    strncmp(environ[i], "KRMPOD_DEADLINE_MS=", 19) != 0 &&
+		    strncmp(environ[i], "KRMPOD_FN_OVERRIDES=", 20) != 0 &&
 		    (template_file == NULL || strncmp(environ[i], "KRMPOD_POD_TEMPLATE=", 20) != 0))
 			env[k++] = xstrdup(environ[i]);
 	return env;
+}
+
+/* Per-function resource overrides: the krmpod.dev/cpu-limit and krmpod.dev/memory-limit
+ * annotations of the function configs in the tree, checked against the admin's maxima and
+ * handed to the shims as a file (*out; NULL when no config has one). */
+static int collect_overrides(char **out, struct err **err)
+{
+	*out = NULL;
+	struct kfn *fns = NULL;
+	size_t n = 0;
+	if (kustomization_functions(".", &fns, &n, err) < 0)
+		return err_wrap(err, "read the function configs (for their resource annotations)");
+	struct settings s;
+	if (settings_load(&s, err) < 0) {
+		kustomization_functions_free(fns, n);
+		return -1;
+	}
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!fns[i].cpu_limit && !fns[i].memory_limit)
+			continue;
+		if ((fns[i].cpu_limit &&
+		     settings_check_override(&s, fns[i].where, ANNOTATION_CPU_LIMIT,
+		                             fns[i].cpu_limit, err) < 0) ||
+		    (fns[i].memory_limit &&
+		     settings_check_override(&s, fns[i].where, ANNOTATION_MEMORY_LIMIT,
+		                             fns[i].memory_limit, err) < 0)) {
+			rc = -1;
+			break;
+		}
+		buf_printf(&b, "%s\t%s\t%s\n", fns[i].image,
+		           fns[i].cpu_limit ? fns[i].cpu_limit : "",
+		           fns[i].memory_limit ? fns[i].memory_limit : "");
+	}
+	settings_clear(&s);
+	kustomization_functions_free(fns, n);
+	if (rc < 0 || b.len == 0)
+		return rc;
+	const char *tmp = getenv("TMPDIR");
+	char *path = xasprintf("%s/krmpod-overrides-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	cleanup_close int fd = mkstemp(path);
+	if (fd < 0 || write_all(fd, b.data, b.len, err) < 0) {
+		if (fd < 0)
+			err_set(err, ERR_IO, "cannot write %s: %s", path, strerror(errno));
+		else
+			unlink(path);
+		free(path);
+		return -1;
+	}
+	*out = path;
+	return 0;
 }
 
 /* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run, checked, and
@@ -227,16 +282,17 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	struct shim_dir sd = {0};
 	char **env = NULL;
 	cleanup_free char *deadline_name = NULL;
-	char *template_file = NULL;
+	char *template_file = NULL, *overrides_file = NULL;
 	cleanup_buf struct buf out;
 	buf_init(&out, 0);
 	if (check_function_settings(err) < 0 || need_kustomization("generate", err) < 0 ||
-	    shim_dir_open(&cs, &sd, err) < 0 || prefetch_template(&template_file, err) < 0)
+	    shim_dir_open(&cs, &sd, err) < 0 || prefetch_template(&template_file, err) < 0 ||
+	    collect_overrides(&overrides_file, err) < 0)
 		goto done;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file);
+	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file, overrides_file);
 	deadline_name = xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
 	struct kustomize_opts ko = {
 	        .argv = cs.kustomize_argv,
@@ -260,8 +316,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 		err_wrap(err, "generate: print the manifests");
 		goto done;
 	}
-	log_info("%zu bytes of manifests in %lld ms", out.len,
-	         (long long)(kube_now_ms() - t0));
+	log_info("%zu bytes of manifests in %lld ms", out.len, (long long)(kube_now_ms() - t0));
 	*exit_code = 0;
 	rc = 0;
 done:
@@ -269,6 +324,9 @@ done:
 	if (template_file)
 		unlink(template_file);
 	free(template_file);
+	if (overrides_file)
+		unlink(overrides_file);
+	free(overrides_file);
 	free_strv(env);
 	cmp_settings_clear(&cs);
 	return rc;

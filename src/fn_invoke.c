@@ -47,6 +47,8 @@ int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_co
 	}
 	int rc = pod_template_load(&s, cfg, ns, err);
 	if (rc == 0)
+		rc = settings_apply_overrides(&s, req->image, err);
+	if (rc == 0)
 		rc = fn_run(cfg, &s, ns, req, io, exit_code, err);
 	if (rc < 0)
 		err_wrap(err, "run function %s", req->image);

@@ -40,7 +40,8 @@ static bool is_remote(const char *entry)
 	       strncmp(entry, "git@", 4) == 0;
 }
 
-static void add_fn(struct walk *w, const char *where, const char *image)
+static void add_fn(struct walk *w, const char *where, const char *image, const char *cpu,
+                   const char *memory)
 {
 	if (w->n == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 8;
@@ -48,6 +49,8 @@ static void add_fn(struct walk *w, const char *where, const char *image)
 	}
 	w->fns[w->n].where = xstrdup(where);
 	w->fns[w->n].image = xstrdup(image);
+	w->fns[w->n].cpu_limit = cpu ? xstrdup(cpu) : NULL;
+	w->fns[w->n].memory_limit = memory ? xstrdup(memory) : NULL;
 	w->n++;
 }
 
@@ -87,7 +90,8 @@ static int check_doc(struct walk *w, const char *text, size_t len, const char *w
 		return err_wrap(err, "annotation config.kubernetes.io/function");
 	const char *image = json_str(json_path(fn, "container.image"));
 	if (image && *image)
-		add_fn(w, where, image);
+		add_fn(w, where, image, json_scalar(json_get(ann, "krmpod.dev/cpu-limit")),
+		       json_scalar(json_get(ann, "krmpod.dev/memory-limit")));
 	return 0;
 }
 
@@ -231,6 +235,8 @@ void kustomization_functions_free(struct kfn *fns, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(fns[i].where);
 		free(fns[i].image);
+		free(fns[i].cpu_limit);
+		free(fns[i].memory_limit);
 	}
 	free(fns);
 }

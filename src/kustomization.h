@@ -22,6 +22,9 @@ const char *kustomization_file(const char *dir);
 struct kfn {
 	char *where; /* "overlays/prod/kustomization.yaml: transformers: fn.yaml" */
 	char *image;
+	/* The config's krmpod.dev/cpu-limit and krmpod.dev/memory-limit annotations, or NULL. */
+	char *cpu_limit;
+	char *memory_limit;
 };
 
 /* Walks the tree rooted at dir. On success *fns (*n of them) lists the containerized

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "buf.h"
 #include "cleanup.h"
 #include "xalloc.h"
 
@@ -251,6 +252,109 @@ int settings_parse_size(const char *var, const char *text, int64_t *out, struct 
 	               var, text);
 }
 
+int settings_quantity_value(const char *text, double *out)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {{"", 1},
+	             {"m", 1e-3},
+	             {"k", 1e3},
+	             {"M", 1e6},
+	             {"G", 1e9},
+	             {"T", 1e12},
+	             {"P", 1e15},
+	             {"E", 1e18},
+	             {"Ki", 1024.0},
+	             {"Mi", 1048576.0},
+	             {"Gi", 1073741824.0},
+	             {"Ti", 1099511627776.0},
+	             {"Pi", 1125899906842624.0},
+	             {"Ei", 1152921504606846976.0}};
+	if (settings_check_quantity("quantity", text, NULL) < 0)
+		return -1;
+	char *end = NULL;
+	double v = strtod(text, &end); /* also takes an exponent suffix (1e3) */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0) {
+			*out = v * units[i].mult;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int settings_check_override(const struct settings *s, const char *what, const char *annotation,
+                            const char *value, struct err **err)
+{
+	bool cpu = strcmp(annotation, ANNOTATION_CPU_LIMIT) == 0;
+	const char *max = cpu ? s->max_cpu_limit : s->max_memory_limit;
+	const char *max_var = cpu ? "KRMPOD_MAX_CPU_LIMIT" : "KRMPOD_MAX_MEMORY_LIMIT";
+	double v, m;
+	if (settings_quantity_value(value, &v) < 0 || v <= 0)
+		return err_set(err, ERR_CONFIG, "%s: %s=%s is not a resource quantity (e.g. %s)",
+		               what, annotation, value, cpu ? "2 or 500m" : "1Gi");
+	if (settings_quantity_value(max, &m) == 0 && v > m)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: %s=%s is above the cluster admin's maximum %s=%s: ask for less, "
+		        "or ask the admin to raise %s",
+		        what, annotation, value, max_var, max, max_var);
+	return 0;
+}
+
+/* Lowers a request to its limit when the limit went below it. */
+static void clamp_request(char **request, const char *limit)
+{
+	double r, l;
+	if (settings_quantity_value(*request, &r) == 0 && settings_quantity_value(limit, &l) == 0 &&
+	    r > l) {
+		free(*request);
+		*request = xstrdup(limit);
+	}
+}
+
+int settings_apply_overrides(struct settings *s, const char *image, struct err **err)
+{
+	if (s->fn_overrides == NULL)
+		return 0;
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (buf_read_file(s->fn_overrides, 1u << 20, "KRMPOD_FN_OVERRIDES file", ERR_CONFIG, &text,
+	                  &len, err) < 0)
+		return -1;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[3] = {line, NULL, NULL};
+		for (int i = 1; i < 3 && f[i - 1]; i++) {
+			char *tab = strchr(f[i - 1], '\t');
+			if (tab) {
+				*tab = '\0';
+				f[i] = tab + 1;
+			}
+		}
+		if (f[2] == NULL || strcmp(f[0], image) != 0)
+			continue;
+		cleanup_free char *what = xasprintf("function %s", image);
+		if (*f[1]) {
+			if (settings_check_override(s, what, ANNOTATION_CPU_LIMIT, f[1], err) < 0)
+				return -1;
+			free(s->cpu_limit);
+			s->cpu_limit = xstrdup(f[1]);
+			clamp_request(&s->cpu_request, s->cpu_limit);
+		}
+		if (*f[2]) {
+			if (settings_check_override(s, what, ANNOTATION_MEMORY_LIMIT, f[2], err) <
+			    0)
+				return -1;
+			free(s->memory_limit);
+			s->memory_limit = xstrdup(f[2]);
+			clamp_request(&s->memory_request, s->memory_limit);
+		}
+	}
+	return 0;
+}
+
 /* KRMPOD_DEADLINE_MS: set by `krmpod generate` for the shims it runs, so that no function
  * (and no pod's activeDeadlineSeconds) outlives generate's own deadline. */
 static int apply_deadline(struct settings *s, struct err **err)
@@ -319,6 +423,14 @@ int settings_load(struct settings *s, struct err **err)
 	const char *net = env("KRMPOD_ALLOW_NETWORK");
 	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
 		goto fail;
+	if (load_quantity("KRMPOD_MAX_CPU_LIMIT", s->cpu_limit, &s->max_cpu_limit, 0,
+	                  &s->resources_set, err) < 0 ||
+	    load_quantity("KRMPOD_MAX_MEMORY_LIMIT", s->memory_limit, &s->max_memory_limit, 0,
+	                  &s->resources_set, err) < 0)
+		goto fail;
+	const char *ovr = env("KRMPOD_FN_OVERRIDES");
+	if (ovr)
+		s->fn_overrides = xstrdup(ovr);
 	const char *tmpl = env("KRMPOD_POD_TEMPLATE");
 	if (tmpl)
 		s->pod_template = xstrdup(tmpl);
@@ -365,5 +477,8 @@ void settings_clear(struct settings *s)
 	free(s->pod_template);
 	free(s->helper_image);
 	json_free(s->template_doc);
+	free(s->max_cpu_limit);
+	free(s->max_memory_limit);
+	free(s->fn_overrides);
 	memset(s, 0, sizeof(*s));
 }

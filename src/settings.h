@@ -52,6 +52,14 @@ struct settings {
 	 * ({metadata, spec}) within it; NULL without KRMPOD_POD_TEMPLATE. */
 	struct json *template_doc;
 	const struct json *template;
+	/* KRMPOD_MAX_CPU_LIMIT / KRMPOD_MAX_MEMORY_LIMIT: the most a function config may ask
+	 * for with the krmpod.dev/cpu-limit and krmpod.dev/memory-limit annotations (default:
+	 * the limits above, so nothing can be raised until the admin sets a maximum). */
+	char *max_cpu_limit;
+	char *max_memory_limit;
+	/* KRMPOD_FN_OVERRIDES: a file `krmpod generate` writes with the per-function
+	 * annotations it found (image TAB cpu TAB memory per line); NULL when unset. */
+	char *fn_overrides;
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u
@@ -73,6 +81,20 @@ int settings_parse_bool(const char *var, const char *text, bool *out, struct err
 /* Parses a size in bytes: "1048576", "64Mi", "1Gi", "500k", "10M" (binary Ki/Mi/Gi and
  * decimal k/M/G suffixes); > 0. */
 int settings_parse_size(const char *var, const char *text, int64_t *out, struct err **err);
+
+/* The value of a quantity in base units (cores, bytes): "500m" → 0.5, "1Gi" → 2^30. */
+int settings_quantity_value(const char *text, double *out);
+
+/* Applies the per-function resource overrides recorded for `image` in s->fn_overrides,
+ * checked against the maxima (a request above its new limit is lowered to it). */
+int settings_apply_overrides(struct settings *s, const char *image, struct err **err);
+
+/* Checks one override value against its maximum; `what` names the annotation's source. */
+int settings_check_override(const struct settings *s, const char *what, const char *annotation,
+                            const char *value, struct err **err);
+
+#define ANNOTATION_CPU_LIMIT    "krmpod.dev/cpu-limit"
+#define ANNOTATION_MEMORY_LIMIT "krmpod.dev/memory-limit"
 
 /* Checks a Kubernetes resource quantity ("100m", "1", "0.5", "512Mi", "1G", "1e3"). */
 int settings_check_quantity(const char *var, const char *text, struct err **err);

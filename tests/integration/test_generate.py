@@ -307,3 +307,50 @@ def test_e2e_scenario_on_kubesim(kubesim, tmp_path):
     dep = next(d for d in docs if d["kind"] == "Deployment")
     assert want.items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     assert err.count("image=ghcr.io/kptdev/krm-functions-catalog/") == 2, err
+
+
+def pod_specs(stderr):
+    """The pod specs krmpod logged at debug level."""
+    import json
+    specs = []
+    for line in stderr.decode().splitlines():
+        _, sep, rest = line.partition("pod spec: ")
+        if sep:
+            specs.append(json.loads(rest))
+    return specs
+
+
+def test_per_function_resource_overrides(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    fn = (app / "fn.yaml").read_text().replace(
+        "  annotations:\n", "  annotations:\n    krmpod.dev/memory-limit: 1Gi\n"
+        "    krmpod.dev/cpu-limit: 1500m\n")
+    (app / "fn.yaml").write_text(fn)
+    # without an admin maximum nothing can be raised above the default limits
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "krmpod.dev/cpu-limit=1500m is above the cluster admin's maximum " \
+           "KRMPOD_MAX_CPU_LIMIT=1" in err, err
+    assert "fn.yaml" in err
+    # within the maxima: the pod gets the raised limits; requests stay
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_MAX_CPU_LIMIT="2",
+                              KRMPOD_MAX_MEMORY_LIMIT="2Gi", KRMPOD_LOG_LEVEL="debug"))
+    assert r.returncode == 0, r.stderr.decode()
+    specs = pod_specs(r.stderr)
+    assert len(specs) == 1
+    res = specs[0]["spec"]["containers"][0]["resources"]
+    assert res == {"requests": {"cpu": "100m", "memory": "64Mi"},
+                   "limits": {"cpu": "1500m", "memory": "1Gi"}}, res
+    # a lower limit than the request lowers the request too
+    (app / "fn.yaml").write_text(fn.replace("1Gi", "32Mi"))
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_MAX_CPU_LIMIT="2",
+                              KRMPOD_LOG_LEVEL="debug"))
+    assert r.returncode == 0, r.stderr.decode()
+    res = pod_specs(r.stderr)[0]["spec"]["containers"][0]["resources"]
+    assert res["limits"]["memory"] == "32Mi" and res["requests"]["memory"] == "32Mi", res
+    # a bad value is named
+    (app / "fn.yaml").write_text(fn.replace("1Gi", "lots"))
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_MAX_CPU_LIMIT="2"))
+    assert r.returncode == 1 and b"krmpod.dev/memory-limit=lots is not a resource quantity" \
+        in r.stderr, r.stderr
