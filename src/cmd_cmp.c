@@ -132,6 +132,27 @@ static int write_all(int fd, const char *p, size_t n, struct err **err)
 	return 0;
 }
 
+/* Writes data to a new private file TMPDIR/PREFIX-XXXXXX for the shims; *out is its path. */
+static int write_temp_file(const char *prefix, const char *data, size_t len, char **out,
+                           struct err **err)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *path = xasprintf("%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+	cleanup_close int fd = mkstemp(path);
+	if (fd < 0 || write_all(fd, data, len, err) < 0) {
+		if (fd < 0)
+			err_set(err, ERR_IO,
+			        "cannot write %s (set TMPDIR to a writable directory): %s", path,
+			        strerror(errno));
+		else
+			unlink(path);
+		free(path);
+		return -1;
+	}
+	*out = path;
+	return 0;
+}
+
 /* kustomize's environment: ours, with the shim dir first on PATH and generate's deadline
  * for the shims. Nothing else is added or removed: what a function sees is decided by the
  * shim, which passes only the variables the function's config names. */
@@ -196,19 +217,7 @@ static int collect_overrides(char **out, struct err **err)
 	kustomization_functions_free(fns, n);
 	if (rc < 0 || b.len == 0)
 		return rc;
-	const char *tmp = getenv("TMPDIR");
-	char *path = xasprintf("%s/krmpod-overrides-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	cleanup_close int fd = mkstemp(path);
-	if (fd < 0 || write_all(fd, b.data, b.len, err) < 0) {
-		if (fd < 0)
-			err_set(err, ERR_IO, "cannot write %s: %s", path, strerror(errno));
-		else
-			unlink(path);
-		free(path);
-		return -1;
-	}
-	*out = path;
-	return 0;
+	return write_temp_file("krmpod-overrides", b.data, b.len, out, err);
 }
 
 /* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run, checked, and
@@ -229,26 +238,12 @@ static int prefetch_template(char **out, struct err **err)
 	if (rc == 0)
 		rc = pod_template_load(&s, cfg, fn_invoke_namespace(&s, cfg), err);
 	if (rc == 0) {
-		const char *tmp = getenv("TMPDIR");
-		char *path = xasprintf("%s/krmpod-podtemplate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		cleanup_close int fd = mkstemp(path);
 		cleanup_buf struct buf b;
 		buf_init(&b, 0);
 		struct jw w;
 		jw_init(&w, &b);
 		json_write(&w, s.template);
-		if (fd < 0 || write_all(fd, b.data, b.len, err) < 0) {
-			if (fd < 0)
-				err_set(err, ERR_IO,
-				        "cannot write the PodTemplate for the shims to %s: %s",
-				        path, strerror(errno));
-			else
-				unlink(path);
-			free(path);
-			rc = -1;
-		} else {
-			*out = path;
-		}
+		rc = write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
 	}
 	kube_config_free(cfg);
 	settings_clear(&s);
