@@ -1,5 +1,6 @@
 """The cluster state: pods and pod templates, resourceVersions and watch events, and the
-kubelet that runs each pod's container as a local process with real timing semantics."""
+kubelet that runs each pod's init containers (in order) and then its containers as local
+processes, with real timing semantics, emptyDir volumes and graceful deletion."""
 import copy
 import datetime
 import os
@@ -14,7 +15,11 @@ import threading
 import time
 import uuid
 
+from . import validation
+from .validation import status  # noqa: F401 (re-exported)
+
 HISTORY = 2000  # watch events kept for resourceVersion replay
+SETPRIV = ["setpriv", "--bounding-set=-dac_override,-fowner", "--"]
 
 
 def now_iso():
@@ -32,12 +37,32 @@ def image_basename(image):
     return last.split("@")[0].split(":")[0]
 
 
-def status(code, reason, message, details=None):
-    s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-         "message": message, "reason": reason, "code": code}
-    if details:
-        s["details"] = details
-    return s
+def expand(text, env):
+    """Kubernetes $(VAR) expansion: $(NAME) becomes env[NAME] when NAME is defined (else it
+    stays as written), $$ is an escaped $."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "$" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            end = text.find(")", i + 2)
+            if end < 0:
+                out.append(text[i:])
+                break
+            name = text[i + 2:end]
+            out.append(env[name] if name in env else text[i:end + 1])
+            i = end + 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
 class Faults:
@@ -84,35 +109,153 @@ class Faults:
             return copy.deepcopy(self.data)
 
 
-class Container:
-    """The running process of a pod's first container, its log and its attachments."""
+class Volume:
+    def __init__(self, name, source, path):
+        self.name, self.path = name, path
+        self.type = next(iter(source), "emptyDir")
+        self.saved_modes = {}  # path -> mode, while made read-only in place
 
-    def __init__(self, pod):
-        self.pod = pod
+
+class Container:
+    """One container's process, its log and its attachments."""
+
+    def __init__(self, rt, spec, init):
+        self.rt = rt
+        self.pod = (rt.ns, rt.name)
+        self.name = spec["name"]
+        self.spec = spec
+        self.init = init
         self.proc = None
         self.log = bytearray()
         self.lock = threading.Lock()
+        self.stdin_lock = threading.Lock()
         self.listeners = []  # callables(channel, data|None): None = EOF of that channel
         self.stdin_taken = False
+        self.stdin_once = bool(spec.get("stdinOnce"))
         self.out_eof = threading.Event()
         self.err_eof = threading.Event()
         self.exited = threading.Event()
         self.stdin_closed = threading.Event()
+        self.announced = threading.Event()  # its running state was published
+        self.container_id = "kubesim://%s" % uuid.uuid4().hex
+        self.started_at = None
+        self.finished_at = None
+        self.exit_code = None
+        self.reason = None
+        self.message = None
+        self.oom = False
+        self.env, self.cwd, self.mounts, self.drop_caps = {}, None, [], False
+
+
+class PodRuntime:
+    """What the kubelet knows about one pod."""
+
+    def __init__(self, ns, name, uid, spec, root):
+        self.ns, self.name, self.uid, self.spec, self.dir = ns, name, uid, spec, root
+        self.created = time.monotonic()
+        self.volumes = {}
+        self.containers = {}   # name -> Container, once started
+        self.waiting = {}      # name -> (reason, message) for a container that cannot start
+        self.execs = set()     # Popen of exec sessions
+        self.sandbox_ready = False
+        self.initialized = not spec.get("initContainers")
+        self.deadline_exceeded = False
+        self.deleting = False
+        self.stopped = threading.Event()   # the kubelet starts nothing more
+        self.kubelet_done = threading.Event()
+        self.finalized = False
+
+    def all_procs(self):
+        procs = [c.proc for c in self.containers.values() if c.proc is not None]
+        return procs + list(self.execs)
+
+
+def _kill_group(proc, sig):
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except OSError:
+            pass
+
+
+def _walk(path):
+    if not os.path.isdir(path) or os.path.islink(path):
+        yield path
+        return
+    for root, dirs, files in os.walk(path):
+        yield root
+        for f in files:
+            yield os.path.join(root, f)
+        for d in dirs:
+            p = os.path.join(root, d)
+            if os.path.islink(p):
+                yield p
+
+
+def _make_readonly(path, saved=None):
+    for p in _walk(path):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if os.path.islink(p):
+            continue
+        if saved is not None and p not in saved:
+            saved[p] = st.st_mode & 0o7777
+        os.chmod(p, st.st_mode & 0o7777 & ~0o222)
+
+
+def force_rmtree(path):
+    for root, dirs, _ in os.walk(path):
+        for d in dirs:
+            p = os.path.join(root, d)
+            if not os.path.islink(p):
+                try:
+                    os.chmod(p, 0o700)
+                except OSError:
+                    pass
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _setpriv_works():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return False
+    try:
+        return subprocess.run(SETPRIV + ["true"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 class Cluster:
     def __init__(self, images, faults):
-        self.images = images
+        self.images = images if isinstance(images, list) else [images]
         self.faults = faults
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.rv = 1
         self.pods = {}        # (ns, name) -> pod dict
-        self.containers = {}  # (ns, name) -> Container
+        self.runtimes = {}    # (ns, name) -> PodRuntime
         self.templates = {}   # (ns, name) -> podtemplate dict
-        self.events = []      # (rv, type, ns, obj)
+        self.events = []      # (rv, type, ns, kind, obj)
         self.oldest_rv = 1
         self.tmp = tempfile.mkdtemp(prefix="kubesim-pods-")
+        os.chmod(self.tmp, 0o755)
+        self.root = os.geteuid() == 0
+        self.setpriv = _setpriv_works()
+
+    def find_image(self, name):
+        """The fixture executable standing in for an image (or a command name), or None."""
+        base = image_basename(name)
+        for d in self.images:
+            p = os.path.join(d, base)
+            if os.path.isfile(p) and os.access(p, os.X_OK):
+                return p
+        return None
 
     # --- resource versions and events --------------------------------------------------
     def _bump(self, obj):
@@ -121,48 +264,49 @@ class Cluster:
         return self.rv
 
     def _emit(self, etype, ns, obj):
-        self.events.append((self.rv, etype, ns, copy.deepcopy(obj)))
+        self.events.append((self.rv, etype, ns, obj.get("kind"), copy.deepcopy(obj)))
         if len(self.events) > HISTORY:
             drop = self.events[: len(self.events) - HISTORY]
             self.oldest_rv = drop[-1][0] + 1
             del self.events[: len(self.events) - HISTORY]
         self.cond.notify_all()
 
-    def events_after(self, rv):
-        return [e for e in self.events if e[0] > rv]
+    def _name(self, md):
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = md["generateName"] + "".join(
+                random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+        return md.get("name")
 
     # --- pods -----------------------------------------------------------------------------
-    def create_pod(self, ns, pod):
+    def create_pod(self, ns, pod, dry_run=False):
         with self.lock:
             md = pod.setdefault("metadata", {})
-            if not md.get("name"):
-                gen = md.get("generateName")
-                if not gen:
-                    return None, status(422, "Invalid", "Pod \"\" is invalid: metadata.name: "
-                                        "Required value: name or generateName is required")
-                md["name"] = gen + "".join(random.choice(string.ascii_lowercase + string.digits)
-                                           for _ in range(5))
-            key = (ns, md["name"])
+            if not isinstance(md, dict):
+                md = pod["metadata"] = {}
+            name = self._name(md)
+            if md.get("namespace") not in (None, "", ns):
+                return None, status(400, "BadRequest", "the namespace of the provided object "
+                                    "does not match the namespace sent on the request")
+            validation.default_pod_spec(pod.setdefault("spec", {}))
+            errs = validation.validate_pod(pod, for_kubelet=True)
+            if errs:
+                return None, validation.invalid("Pod", name or "", errs)
+            key = (ns, name)
             if key in self.pods:
-                return None, status(409, "AlreadyExists",
-                                    "pods \"%s\" already exists" % md["name"],
-                                    {"name": md["name"], "kind": "pods"})
+                return None, status(409, "AlreadyExists", "pods \"%s\" already exists" % name,
+                                    {"name": name, "kind": "pods"})
             md["namespace"] = ns
             md["uid"] = str(uuid.uuid4())
             md["creationTimestamp"] = now_iso()
-            spec = pod.setdefault("spec", {})
-            spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("terminationGracePeriodSeconds", 30)
-            for c in spec.get("containers", []):
-                c.setdefault("terminationMessagePolicy", "File")
-                c.setdefault("imagePullPolicy", "IfNotPresent")
-            pod["status"] = {"phase": "Pending", "qosClass": "Burstable",
-                             "conditions": []}
+            md.pop("resourceVersion", None)
+            pod["status"] = {"phase": "Pending", "qosClass": validation.qos_class(pod["spec"])}
             pod["apiVersion"], pod["kind"] = "v1", "Pod"
+            if dry_run:
+                return copy.deepcopy(pod), None
             self._bump(pod)
             self.pods[key] = pod
             self._emit("ADDED", ns, pod)
-            threading.Thread(target=self._kubelet, args=(ns, md["name"], md["uid"]),
+            threading.Thread(target=self._kubelet, args=(ns, name, md["uid"]),
                              daemon=True).start()
             return copy.deepcopy(pod), None
 
@@ -176,151 +320,658 @@ class Cluster:
             return [copy.deepcopy(p) for (pns, _), p in sorted(self.pods.items())
                     if (ns is None or pns == ns) and match(p)], str(self.rv)
 
+    MUTABLE_META = ("labels", "annotations", "ownerReferences", "finalizers",
+                    "resourceVersion", "managedFields", "generation")
+
+    def update_pod(self, ns, name, new):
+        """A client's update (PATCH result): only what a real API server lets change on a
+        pod: metadata labels/annotations/ownerReferences/finalizers, container images (which
+        kubesim does not act on) and activeDeadlineSeconds. status is not touched."""
+        with self.lock:
+            p = self.pods.get((ns, name))
+            if p is None:
+                return None, status(404, "NotFound", "pods \"%s\" not found" % name,
+                                    {"name": name, "kind": "pods"})
+            md = new.get("metadata") if isinstance(new.get("metadata"), dict) else {}
+            rv = md.get("resourceVersion")
+            if rv and rv != p["metadata"]["resourceVersion"]:
+                return None, status(409, "Conflict", "Operation cannot be fulfilled on pods "
+                                    "\"%s\": the object has been modified; please apply your "
+                                    "changes to the latest version and try again" % name,
+                                    {"name": name, "kind": "pods"})
+            for k in set(md) | set(p["metadata"]):
+                if k not in self.MUTABLE_META and md.get(k) != p["metadata"].get(k):
+                    return None, validation.invalid("Pod", name, [validation.FieldError(
+                        "metadata." + k, "FieldValueInvalid", md.get(k),
+                        "field is immutable")])
+            spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+            old = copy.deepcopy(p["spec"])
+            probe = copy.deepcopy(spec)
+            for kind in ("containers", "initContainers"):
+                for i, c in enumerate(probe.get(kind) or []):
+                    olds = old.get(kind) or []
+                    if isinstance(c, dict) and i < len(olds) and c.get("image"):
+                        c["image"] = olds[i].get("image")
+            ads_old, ads_new = old.pop("activeDeadlineSeconds", None), probe.pop(
+                "activeDeadlineSeconds", None)
+            if probe != old:
+                return None, validation.invalid("Pod", name, [validation.FieldError(
+                    "spec", "FieldValueForbidden", detail="pod updates may not change fields "
+                    "other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+                    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
+                    "existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to "
+                    "be set to 1 if it was previously negative)")])
+            if ads_new != ads_old and (ads_new is None or (ads_old is not None and
+                                                           ads_new > ads_old)):
+                return None, validation.invalid("Pod", name, [validation.FieldError(
+                    "spec.activeDeadlineSeconds", "FieldValueInvalid", ads_new,
+                    "must be less than or equal to previous value")])
+            for k in ("labels", "annotations", "ownerReferences", "finalizers"):
+                if md.get(k) is None:
+                    p["metadata"].pop(k, None)
+                else:
+                    p["metadata"][k] = copy.deepcopy(md[k])
+            p["spec"] = copy.deepcopy(spec)
+            rt = self.runtimes.get((ns, name))
+            if rt is not None and ads_new is not None:
+                rt.spec["activeDeadlineSeconds"] = ads_new
+            self._bump(p)
+            self._emit("MODIFIED", ns, p)
+            return copy.deepcopy(p), None
+
     def _update(self, ns, name, uid, fn):
-        """Applies fn(pod) to the live pod (if it is still the same pod) and emits MODIFIED."""
+        """Applies fn(pod) to the live pod (if it is still the same pod) and emits MODIFIED
+        when anything changed."""
         with self.lock:
             p = self.pods.get((ns, name))
             if p is None or p["metadata"]["uid"] != uid:
                 return False
+            before = copy.deepcopy(p)
             fn(p)
-            self._bump(p)
-            self._emit("MODIFIED", ns, p)
+            if p != before:
+                self._bump(p)
+                self._emit("MODIFIED", ns, p)
             return True
 
-    def delete_pod(self, ns, name):
+    def _refresh(self, rt):
+        return self._update(rt.ns, rt.name, rt.uid, lambda p: self._render(p, rt))
+
+    def delete_pod(self, ns, name, grace=None):
+        """Deletes a pod: at once when grace is 0 (or the pod never ran or has finished),
+        else gracefully: deletionTimestamp is set, the processes get SIGTERM and SIGKILL after
+        the grace period, and the pod object goes when they have all exited."""
         with self.lock:
-            p = self.pods.pop((ns, name), None)
-            c = self.containers.pop((ns, name), None)
+            p = self.pods.get((ns, name))
             if p is None:
                 return None
-            p["metadata"]["deletionTimestamp"] = now_iso()
-            p["metadata"]["deletionGracePeriodSeconds"] = 0
-            self._bump(p)
-            self._emit("DELETED", ns, p)
-        if c:
-            self._kill(c)
-        return p
+            rt = self.runtimes.get((ns, name))
+            if grace is None:
+                grace = p["spec"].get("terminationGracePeriodSeconds", 30)
+            if (not p["spec"].get("nodeName") or
+                    p["status"].get("phase") in ("Succeeded", "Failed")):
+                grace = 0
+            if grace > 0 and rt is not None:
+                if p["metadata"].get("deletionTimestamp"):
+                    return copy.deepcopy(p)
+                when = (datetime.datetime.now(datetime.timezone.utc) +
+                        datetime.timedelta(seconds=grace)).strftime("%Y-%m-%dT%H:%M:%SZ")
+                p["metadata"]["deletionTimestamp"] = when
+                p["metadata"]["deletionGracePeriodSeconds"] = grace
+                self._bump(p)
+                self._emit("MODIFIED", ns, p)
+                rt.deleting = True
+                rt.stopped.set()
+                procs = rt.all_procs()
+                out = copy.deepcopy(p)
+            else:
+                out = self._remove(ns, name)
+                return out
+        for proc in procs:
+            _kill_group(proc, signal.SIGTERM)
+        threading.Thread(target=self._grace_killer, args=(rt, grace), daemon=True).start()
+        self._maybe_finalize(rt)
+        return out
 
-    def _kill(self, c):
-        if c.proc and c.proc.poll() is None:
+    def _remove(self, ns, name):
+        """Removes the pod object now and kills what runs (lock held)."""
+        p = self.pods.pop((ns, name))
+        rt = self.runtimes.pop((ns, name), None)
+        p["metadata"].setdefault("deletionTimestamp", now_iso())
+        p["metadata"]["deletionGracePeriodSeconds"] = 0
+        self._bump(p)
+        self._emit("DELETED", ns, p)
+        if rt is not None:
+            rt.deleting = True
+            rt.stopped.set()
+            rt.finalized = True
+            for proc in rt.all_procs():
+                _kill_group(proc, signal.SIGKILL)
+            threading.Thread(target=self._cleanup, args=(rt,), daemon=True).start()
+        return copy.deepcopy(p)
+
+    def _grace_killer(self, rt, grace):
+        end = time.monotonic() + grace
+        while time.monotonic() < end and not rt.finalized:
+            time.sleep(0.05)
+        if not rt.finalized:
+            for proc in rt.all_procs():
+                _kill_group(proc, signal.SIGKILL)
+
+    def _maybe_finalize(self, rt):
+        """A gracefully deleted pod goes when nothing of it runs any more."""
+        with self.lock:
+            if not rt.deleting or rt.finalized:
+                return
+            if any(c.proc is not None and not c.exited.is_set() for c in rt.containers.values()):
+                return
+            if not rt.kubelet_done.is_set() and not rt.stopped.is_set():
+                return
+            key = (rt.ns, rt.name)
+            p = self.pods.get(key)
+            if p is None or p["metadata"]["uid"] != rt.uid:
+                return
+            self._render(p, rt)
+            self._remove(*key)
+
+    def _cleanup(self, rt):
+        for proc in rt.all_procs():
             try:
-                os.killpg(c.proc.pid, signal.SIGKILL)
-            except OSError:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
                 pass
+        force_rmtree(rt.dir)
 
     def reset(self):
         with self.lock:
-            keys = list(self.pods)
-            self.templates.clear()
-        for ns, name in keys:
-            self.delete_pod(ns, name)
+            for key in list(self.pods):
+                self._remove(*key)
+            for (ns, name), t in list(self.templates.items()):
+                self.delete_template(ns, name)
 
     def shutdown(self):
         self.reset()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        time.sleep(0.1)
+        force_rmtree(self.tmp)
+
+    def runtime(self, ns, name):
+        with self.lock:
+            return self.runtimes.get((ns, name))
+
+    def container(self, ns, name, cname=None):
+        with self.lock:
+            rt = self.runtimes.get((ns, name))
+            if rt is None:
+                return None
+            if cname is None:
+                cname = rt.spec["containers"][0]["name"]
+            return rt.containers.get(cname)
+
+    # --- pod templates ----------------------------------------------------------------------
+    def create_template(self, ns, t, dry_run=False):
+        with self.lock:
+            md = t.setdefault("metadata", {})
+            if not isinstance(md, dict):
+                md = t["metadata"] = {}
+            name = self._name(md)
+            if md.get("namespace") not in (None, "", ns):
+                return None, status(400, "BadRequest", "the namespace of the provided object "
+                                    "does not match the namespace sent on the request")
+            tmpl = t.get("template")
+            if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict):
+                validation.default_pod_spec(tmpl["spec"])
+            errs = validation.validate_template(t)
+            if errs:
+                return None, validation.invalid("PodTemplate", name or "", errs)
+            if (ns, name) in self.templates:
+                return None, status(409, "AlreadyExists",
+                                    "podtemplates \"%s\" already exists" % name,
+                                    {"name": name, "kind": "podtemplates"})
+            md["namespace"] = ns
+            md["uid"] = str(uuid.uuid4())
+            md["creationTimestamp"] = now_iso()
+            md.pop("resourceVersion", None)
+            t["kind"], t["apiVersion"] = "PodTemplate", "v1"
+            if dry_run:
+                return copy.deepcopy(t), None
+            self._bump(t)
+            self.templates[(ns, name)] = t
+            self._emit("ADDED", ns, t)
+            return copy.deepcopy(t), None
+
+    def replace_template(self, ns, name, t):
+        with self.lock:
+            old = self.templates.get((ns, name))
+            if old is None:
+                return None, status(404, "NotFound", "podtemplates \"%s\" not found" % name,
+                                    {"name": name, "kind": "podtemplates"})
+            md = t.setdefault("metadata", {})
+            if md.get("name") != name:
+                return None, status(400, "BadRequest", "the name of the object (%s) does not "
+                                    "match the name on the URL (%s)" % (md.get("name"), name))
+            rv = md.get("resourceVersion")
+            if rv and rv != old["metadata"]["resourceVersion"]:
+                return None, status(409, "Conflict", "Operation cannot be fulfilled on "
+                                    "podtemplates \"%s\": the object has been modified; please "
+                                    "apply your changes to the latest version and try again"
+                                    % name, {"name": name, "kind": "podtemplates"})
+            tmpl = t.get("template")
+            if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict):
+                validation.default_pod_spec(tmpl["spec"])
+            errs = validation.validate_template(t)
+            if errs:
+                return None, validation.invalid("PodTemplate", name, errs)
+            for k in ("namespace", "uid", "creationTimestamp"):
+                md[k] = old["metadata"][k]
+            t["kind"], t["apiVersion"] = "PodTemplate", "v1"
+            self._bump(t)
+            self.templates[(ns, name)] = t
+            self._emit("MODIFIED", ns, t)
+            return copy.deepcopy(t), None
+
+    def get_template(self, ns, name):
+        with self.lock:
+            t = self.templates.get((ns, name))
+            return copy.deepcopy(t) if t else None
+
+    def list_templates(self, ns, match):
+        with self.lock:
+            return [copy.deepcopy(t) for (tns, _), t in sorted(self.templates.items())
+                    if (ns is None or tns == ns) and match(t)], str(self.rv)
+
+    def delete_template(self, ns, name):
+        with self.lock:
+            t = self.templates.pop((ns, name), None)
+            if t is None:
+                return None
+            self._bump(t)
+            self._emit("DELETED", ns, t)
+            return copy.deepcopy(t)
+
+    # --- status ---------------------------------------------------------------------------
+    def _container_status(self, rt, cspec, init, pod):
+        name = cspec["name"]
+        c = rt.containers.get(name)
+        cs = {"name": name, "image": cspec["image"], "imageID": "", "lastState": {},
+              "ready": False, "restartCount": 0, "started": False}
+        if c is not None and c.started_at:
+            cs["imageID"] = "kubesim://%s" % cspec["image"]
+            cs["containerID"] = c.container_id
+            if c.exited.is_set():
+                term = {"exitCode": c.exit_code, "reason": c.reason, "startedAt": c.started_at,
+                        "finishedAt": c.finished_at, "containerID": c.container_id}
+                if c.message:
+                    term["message"] = c.message
+                cs["state"] = {"terminated": term}
+                cs["ready"] = init and c.exit_code == 0
+            else:
+                cs["state"] = {"running": {"startedAt": c.started_at}}
+                cs["started"] = True
+                cs["ready"] = not init
+        else:
+            reason, message = rt.waiting.get(name, (None, None))
+            if reason is None:
+                reason = "PodInitializing" if init or not rt.initialized else \
+                    "ContainerCreating"
+            w = {"reason": reason}
+            if message:
+                w["message"] = message
+            cs["state"] = {"waiting": w}
+        mounts = []
+        for m in cspec.get("volumeMounts") or []:
+            vm = {"name": m["name"], "mountPath": m["mountPath"]}
+            if m.get("readOnly"):
+                vm["readOnly"] = True
+                vm["recursiveReadOnly"] = "Disabled"
+            mounts.append(vm)
+        if mounts:
+            cs["volumeMounts"] = mounts
+        return cs
+
+    def _render(self, p, rt):
+        """Recomputes the pod's status from the kubelet's state."""
+        spec = p["spec"]
+        st = p["status"]
+        inits = spec.get("initContainers") or []
+        mains = spec["containers"]
+        if inits:
+            st["initContainerStatuses"] = [self._container_status(rt, c, True, p) for c in inits]
+        st["containerStatuses"] = [self._container_status(rt, c, False, p) for c in mains]
+
+        def terminated(c):
+            return "terminated" in c["state"]
+        init_failed = any(terminated(c) and c["state"]["terminated"]["exitCode"] != 0
+                          for c in st.get("initContainerStatuses", []))
+        main_cs = st["containerStatuses"]
+        if rt.deadline_exceeded:
+            phase = "Failed"
+            st["reason"] = "DeadlineExceeded"
+            st["message"] = "Pod was active on the node longer than the specified deadline"
+        elif init_failed:
+            phase = "Failed"
+        elif all(terminated(c) for c in main_cs):
+            phase = "Succeeded" if all(c["state"]["terminated"]["exitCode"] == 0
+                                       for c in main_cs) else "Failed"
+        elif all(c["name"] in rt.containers for c in main_cs):
+            phase = "Running"
+        else:
+            phase = "Pending"
+        st["phase"] = phase
+        terminal = phase in ("Succeeded", "Failed")
+
+        conds = []
+
+        def cond(ctype, ok, reason=None, message=None):
+            c = {"type": ctype, "status": "True" if ok else "False", "lastProbeTime": None}
+            if not ok and reason:
+                c["reason"] = reason
+            if not ok and message:
+                c["message"] = message
+            conds.append(c)
+
+        cond("PodReadyToStartContainers", rt.sandbox_ready and not terminal)
+        incomplete = [c["name"] for c in st.get("initContainerStatuses", [])
+                      if not (terminated(c) and c["state"]["terminated"]["exitCode"] == 0)]
+        if terminal and not init_failed and not incomplete:
+            cond("Initialized", True)
+        elif terminal and init_failed:
+            cond("Initialized", False, "PodCompleted")
+        else:
+            cond("Initialized", not incomplete, "ContainersNotInitialized",
+                 "containers with incomplete status: [%s]" % " ".join(incomplete))
+        unready = [c["name"] for c in main_cs if not c["ready"]]
+        for ctype in ("Ready", "ContainersReady"):
+            if terminal:
+                cond(ctype, False, "PodCompleted")
+            else:
+                cond(ctype, not unready, "ContainersNotReady",
+                     "containers with unready status: [%s]" % " ".join(unready))
+        cond("PodScheduled", True)
+        old = {c["type"]: c for c in st.get("conditions") or []}
+        now = now_iso()
+        for c in conds:
+            prev = old.get(c["type"])
+            c["lastTransitionTime"] = (prev.get("lastTransitionTime") or now) if (
+                prev and prev.get("status") == c["status"]) else now
+        st["conditions"] = conds
 
     # --- the kubelet ----------------------------------------------------------------------
-    def _set_waiting(self, p, cname, reason, message):
-        st = p["status"]
-        st["containerStatuses"] = [{"name": cname, "ready": False, "restartCount": 0,
-                                    "image": p["spec"]["containers"][0]["image"], "imageID": "",
-                                    "started": False,
-                                    "state": {"waiting": {"reason": reason, "message": message}}}]
+    def _alive(self, rt):
+        p = self.pods.get((rt.ns, rt.name))
+        return p is not None and p["metadata"]["uid"] == rt.uid
 
     def _kubelet(self, ns, name, uid):
         pod = self.get_pod(ns, name)
-        if pod is None:
+        if pod is None or pod["metadata"]["uid"] != uid:
             return
         spec = pod["spec"]
-        c0 = spec["containers"][0]
-        cname, image = c0["name"], c0["image"]
-        created = time.monotonic()
         time.sleep(self.faults.get("schedule_latency_ms", 0) / 1000.0)
         if self.faults.get("unschedulable"):
             def unsched(p):
                 p["status"]["conditions"] = [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                    "message": "0/1 nodes are available: 1 Insufficient cpu.",
+                    "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 "
+                               "nodes are available: 1 No preemption victims found for "
+                               "incoming pod.",
                     "lastTransitionTime": now_iso(), "lastProbeTime": None}]
             self._update(ns, name, uid, unsched)
             return
+        rt = PodRuntime(ns, name, uid, spec,
+                        os.path.join(self.tmp, "%s_%s_%s" % (ns, name, uid[:8])))
+        with self.lock:
+            if not self._alive(rt):
+                return
+            self.runtimes[(ns, name)] = rt
+        try:
+            self._run_pod(rt, pod)
+        finally:
+            rt.kubelet_done.set()
+            self._maybe_finalize(rt)
+
+    def _run_pod(self, rt, pod):
+        spec = rt.spec
+        os.makedirs(os.path.join(rt.dir, "volumes"))
+        os.chmod(rt.dir, 0o755)
+        for v in spec.get("volumes") or []:
+            path = os.path.join(rt.dir, "volumes", v["name"])
+            os.makedirs(path)
+            os.chmod(path, 0o777)  # like the kubelet's emptyDir
+            src = {k: val for k, val in v.items() if k != "name"}
+            rt.volumes[v["name"]] = Volume(v["name"], src, path)
+        ip = "10.244.0.%d" % random.randint(2, 250)
 
         def scheduled(p):
             p["spec"]["nodeName"] = "kubesim-node"
-            p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
-                                          "lastTransitionTime": now_iso(), "lastProbeTime": None}]
-            p["status"]["hostIP"] = "127.0.0.1"
-            p["status"]["podIP"] = "10.244.0.%d" % random.randint(2, 250)
-            p["status"]["startTime"] = now_iso()
-            self._set_waiting(p, cname, "ContainerCreating", "")
-        if not self._update(ns, name, uid, scheduled):
+            st = p["status"]
+            st["hostIP"], st["hostIPs"] = "127.0.0.1", [{"ip": "127.0.0.1"}]
+            st["podIP"], st["podIPs"] = ip, [{"ip": ip}]
+            st["startTime"] = now_iso()
+            self._render(p, rt)
+        if not self._update(rt.ns, rt.name, rt.uid, scheduled):
             return
-        prog = os.path.join(self.images, image_basename(image))
-        if not IMAGE_RE.match(image):
-            self._update(ns, name, uid, lambda p: self._set_waiting(
-                p, cname, "InvalidImageName",
-                "Failed to apply default image tag \"%s\": couldn't parse image name \"%s\": "
-                "invalid reference format" % (image, image)))
+        threading.Thread(target=self._monitor, args=(rt,), daemon=True).start()
+        if rt.stopped.wait(self.faults.get("start_latency_ms", 0) / 1000.0):
             return
-        if self.faults.image_in("pull_fail_images", image) or not os.access(prog, os.X_OK):
-            msg = ("Failed to pull image \"%s\": rpc error: code = NotFound desc = failed to "
-                   "pull and unpack image \"%s\": not found" % (image, image))
-            self._update(ns, name, uid, lambda p: self._set_waiting(p, cname, "ErrImagePull", msg))
-            time.sleep(1.0)
-            self._update(ns, name, uid, lambda p: self._set_waiting(
-                p, cname, "ImagePullBackOff", "Back-off pulling image \"%s\"" % image))
-            return
-        if self.faults.image_in("config_error_images", image):
-            self._update(ns, name, uid, lambda p: self._set_waiting(
-                p, cname, "CreateContainerConfigError", "secret \"missing\" not found"))
-            return
-        time.sleep(self.faults.get("start_latency_ms", 0) / 1000.0)
-        self._start(ns, name, uid, spec, c0, created)
-
-    def _start(self, ns, name, uid, spec, c0, created):
-        c = Container((ns, name))
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": name}
-        for e in c0.get("env", []) or []:
-            if "value" in e:
-                env[e["name"]] = e["value"]
-        workdir = os.path.join(self.tmp, "%s_%s" % (ns, name))
-        os.makedirs(workdir, exist_ok=True)
-        prog = os.path.join(self.images, image_basename(c0["image"]))
-        want_stdin = bool(c0.get("stdin"))
-        with self.lock:
-            if (ns, name) not in self.pods or self.pods[(ns, name)]["metadata"]["uid"] != uid:
+        rt.sandbox_ready = True
+        self._refresh(rt)
+        for cspec in spec.get("initContainers") or []:
+            c = self._start_container(rt, cspec, True, [cspec])
+            if c is None:
                 return
-            c.proc = subprocess.Popen([prog] + list(c0.get("args") or []),
-                                      stdin=subprocess.PIPE if want_stdin else subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      env=env, cwd=workdir, start_new_session=True)
-            c.stdin_once = bool(c0.get("stdinOnce"))
-            self.containers[(ns, name)] = c
-        started = now_iso()
+            c.announced.set()
+            c.exited.wait()
+            if rt.stopped.is_set() or c.exit_code != 0:
+                rt.stopped.set()
+                return
+        rt.initialized = True
+        self._refresh(rt)
+        for cspec in spec["containers"]:
+            c = self._start_container(rt, cspec, False, spec["containers"])
+            if c is not None:
+                c.announced.set()
 
-        def running(p):
-            p["status"]["phase"] = "Running"
-            p["status"]["conditions"] = [
-                {"type": t, "status": "True", "lastTransitionTime": started,
-                 "lastProbeTime": None}
-                for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]
-            p["status"]["containerStatuses"] = [{
-                "name": c0["name"], "ready": True, "restartCount": 0, "started": True,
-                "image": c0["image"], "imageID": "kubesim://" + c0["image"],
-                "containerID": "kubesim://%s" % uuid.uuid4().hex,
-                "state": {"running": {"startedAt": started}}}]
-        self._update(ns, name, uid, running)
+    def _set_waiting(self, rt, cname, reason, message):
+        rt.waiting[cname] = (reason, message)
+        self._refresh(rt)
+
+    def _pod_env(self, pod, cspec):
+        """The container's environment, or (None, error message) for a config error."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": pod["metadata"]["name"]}
+        defined = {}
+        for src in cspec.get("envFrom") or []:
+            for kind in ("configMapRef", "secretRef"):
+                ref = src.get(kind)
+                if ref is not None and not ref.get("optional"):
+                    return None, "%s \"%s\" not found" % (
+                        "configmap" if kind == "configMapRef" else "secret", ref.get("name"))
+        for e in cspec.get("env") or []:
+            n = e.get("name")
+            if "value" in e or "valueFrom" not in e:
+                v = expand(str(e.get("value") or ""), defined)
+            else:
+                vf = e["valueFrom"] or {}
+                if "fieldRef" in vf:
+                    v = field_value(pod, (vf["fieldRef"] or {}).get("fieldPath", ""))
+                elif "resourceFieldRef" in vf:
+                    v = resource_value(cspec, vf["resourceFieldRef"] or {})
+                else:
+                    kind = "configMapKeyRef" if "configMapKeyRef" in vf else "secretKeyRef"
+                    ref = vf.get(kind) or {}
+                    if ref.get("optional"):
+                        continue
+                    return None, "%s \"%s\" not found" % (
+                        "configmap" if kind == "configMapKeyRef" else "secret", ref.get("name"))
+            defined[n] = v
+            env[n] = v
+        return (env, defined), None
+
+    def _argv(self, cspec, defined):
+        """command (if any) replaces the image's entrypoint (the fixture executable)."""
+        args = [expand(str(a), defined) for a in cspec.get("args") or []]
+        cmd = [expand(str(a), defined) for a in cspec.get("command") or []]
+        if not cmd:
+            return [self.find_image(cspec["image"])] + args
+        return [self.resolve_command(cmd[0])] + cmd[1:] + args
+
+    def resolve_command(self, name):
+        if "/" not in name:
+            p = self.find_image(name)
+            if p:
+                return p
+            return shutil.which(name) or name
+        return name
+
+    def _prepare_mounts(self, rt, cspec, concurrent):
+        """Maps the container's volumeMounts to host directories. A read-only mount is made
+        read-only in place when no container running alongside writes to that volume, else
+        it gets a read-only snapshot. Returns [(mountPath, hostPath, readOnly)]."""
+        writers = {m["name"] for cs in concurrent for m in cs.get("volumeMounts") or []
+                   if not m.get("readOnly")}
+        out = []
+        mounts = cspec.get("volumeMounts") or []
+        for m in mounts:  # writers first: they get their volume back writable
+            if not m.get("readOnly"):
+                vol = rt.volumes[m["name"]]
+                for path, mode in sorted(vol.saved_modes.items()):
+                    try:
+                        os.chmod(path, mode)
+                    except OSError:
+                        pass
+                vol.saved_modes = {}
+        for i, m in enumerate(mounts):
+            vol = rt.volumes[m["name"]]
+            host = vol.path
+            if m.get("subPath"):
+                host = os.path.join(vol.path, m["subPath"])
+                try:
+                    os.makedirs(host, exist_ok=True)
+                except OSError:
+                    pass
+            ro = bool(m.get("readOnly"))
+            if ro and m["name"] in writers:
+                snap = os.path.join(rt.dir, "views", "%s-%d" % (cspec["name"], i))
+                shutil.copytree(host, snap, symlinks=True)
+                _make_readonly(snap)
+                host = snap
+            elif ro:
+                _make_readonly(host, vol.saved_modes)
+            out.append((m["mountPath"], host, ro))
+        return out
+
+    def _cwd(self, rt, cspec, mounts):
+        wd = cspec.get("workingDir")
+        if wd:
+            best = None
+            for mp, host, _ in mounts:
+                mp_n = mp.rstrip("/") or "/"
+                if wd == mp_n or wd.startswith(mp_n.rstrip("/") + "/"):
+                    if best is None or len(mp_n) > len(best[0]):
+                        best = (mp_n, host)
+            if best:
+                path = os.path.join(best[1], wd[len(best[0]):].lstrip("/"))
+                try:
+                    os.makedirs(path, exist_ok=True)
+                except OSError:
+                    pass
+                if os.path.isdir(path):
+                    return path
+        path = os.path.join(rt.dir, "containers", cspec["name"])
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, 0o777)
+        return path
+
+    def _start_container(self, rt, cspec, init, concurrent):
+        """Pulls (checks) the image, prepares the mounts and starts the process. Returns the
+        Container, or None when it cannot start (its waiting reason is published)."""
+        cname, image = cspec["name"], cspec["image"]
+        if rt.stopped.is_set():
+            return None
+        if not IMAGE_RE.match(image):
+            self._set_waiting(rt, cname, "InvalidImageName",
+                              "Failed to apply default image tag \"%s\": couldn't parse image "
+                              "name \"%s\": invalid reference format" % (image, image))
+            return None
+        if self.faults.image_in("pull_fail_images", image) or self.find_image(image) is None:
+            self._set_waiting(rt, cname, "ErrImagePull",
+                              "Failed to pull image \"%s\": rpc error: code = NotFound desc = "
+                              "failed to pull and unpack image \"%s\": not found"
+                              % (image, image))
+            if rt.stopped.wait(1.0):
+                return None
+            self._set_waiting(rt, cname, "ImagePullBackOff",
+                              "Back-off pulling image \"%s\"" % image)
+            return None
+        if self.faults.image_in("config_error_images", image):
+            self._set_waiting(rt, cname, "CreateContainerConfigError",
+                              "secret \"missing\" not found")
+            return None
+        pod = self.get_pod(rt.ns, rt.name)
+        if pod is None:
+            return None
+        sc = dict(rt.spec.get("securityContext") or {})
+        sc.update({k: v for k, v in (cspec.get("securityContext") or {}).items()
+                   if k in ("runAsNonRoot", "runAsUser")})
+        if sc.get("runAsNonRoot") and sc.get("runAsUser") == 0:
+            self._set_waiting(rt, cname, "CreateContainerConfigError",
+                              "container's runAsUser breaks non-root policy (pod: \"%s_%s(%s)\","
+                              " container: %s)" % (rt.name, rt.ns, rt.uid, cname))
+            return None
+        got, err = self._pod_env(pod, cspec)
+        if err:
+            self._set_waiting(rt, cname, "CreateContainerConfigError", err)
+            return None
+        env, defined = got
+        c = Container(rt, cspec, init)
+        c.mounts = self._prepare_mounts(rt, cspec, concurrent)
+        if c.mounts:
+            env["KUBESIM_VOLUME_MAP"] = ",".join(
+                "%s=%s%s" % (mp, host, ":ro" if ro else "") for mp, host, ro in c.mounts)
+        c.env, c.cwd = env, self._cwd(rt, cspec, c.mounts)
+        c.drop_caps = self.root and self.setpriv and any(ro for _, _, ro in c.mounts)
+        argv = self._argv(cspec, defined)
+        want_stdin = bool(cspec.get("stdin"))
+        with self.lock:
+            if rt.stopped.is_set() or not self._alive(rt):
+                return None
+            c.started_at = now_iso()
+            try:
+                c.proc = self.spawn(c, argv, want_stdin)
+            except OSError as e:
+                c.proc = None
+                c.exit_code, c.reason = 128, "StartError"
+                c.message = ("failed to create containerd task: failed to create shim task: "
+                             "OCI runtime create failed: runc create failed: unable to start "
+                             "container process: exec: \"%s\": %s: unknown"
+                             % (argv[0], e.strerror or e))
+                c.finished_at = c.started_at
+                c.out_eof.set()
+                c.err_eof.set()
+                c.exited.set()
+            rt.containers[cname] = c
+        self._refresh(rt)
+        if c.proc is None:
+            return c
         for stream, ch, ev in ((c.proc.stdout, 1, c.out_eof), (c.proc.stderr, 2, c.err_eof)):
             threading.Thread(target=self._pump, args=(c, stream, ch, ev), daemon=True).start()
-        deadline = spec.get("activeDeadlineSeconds")
-        oom = self.faults.image_in("oom_images", c0["image"])
-        threading.Thread(target=self._wait, args=(ns, name, uid, c, c0, started, created,
-                                                  deadline, oom), daemon=True).start()
+        threading.Thread(target=self._wait, args=(rt, c), daemon=True).start()
+        return c
+
+    def spawn(self, c, argv, want_stdin):
+        """Starts a process in container c's view (env, cwd, mounts): its main process or an
+        exec session."""
+        if c.drop_caps:
+            argv = SETPRIV + list(argv)
+        return subprocess.Popen(argv, stdin=subprocess.PIPE if want_stdin else
+                                subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=c.env, cwd=c.cwd,
+                                start_new_session=True)
 
     def _pump(self, c, stream, ch, ev):
         fd = stream.fileno()
         while True:
-            data = os.read(fd, 65536)
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
             with c.lock:
                 if data:
                     c.log += data
@@ -328,59 +979,79 @@ class Cluster:
                     fn(ch, data or None)
             if not data:
                 break
+        stream.close()
         ev.set()
 
-    def _wait(self, ns, name, uid, c, c0, started, created, deadline, oom):
-        reason = None
-        oom_at = None
-        while c.proc.poll() is None:
-            if oom and oom_at is None and (c.stdin_closed.is_set() or
-                                           time.monotonic() - created > 0.2):
-                oom_at = time.monotonic()
-            if oom_at is not None:
-                reason = "OOMKilled"
-                os.killpg(c.proc.pid, signal.SIGKILL)
-            if deadline is not None and time.monotonic() - created >= deadline:
-                reason = "DeadlineExceeded"
-                os.killpg(c.proc.pid, signal.SIGKILL)
+    def _monitor(self, rt):
+        """The pod's activeDeadlineSeconds and the OOM fault."""
+        while not rt.finalized:
+            deadline = rt.spec.get("activeDeadlineSeconds")
+            with self.lock:
+                if not self._alive(rt):
+                    return
+                cs = list(rt.containers.values())
+            if (cs and all(c.exited.is_set() for c in cs) and rt.kubelet_done.is_set()):
+                return
+            now = time.monotonic()
+            for c in cs:
+                if (c.proc is not None and not c.exited.is_set() and not c.oom and
+                        self.faults.image_in("oom_images", c.spec["image"]) and
+                        (c.stdin_closed.is_set() or now - rt.created > 0.2)):
+                    c.oom = True
+                    _kill_group(c.proc, signal.SIGKILL)
+            if (deadline is not None and not rt.deadline_exceeded and
+                    now - rt.created >= deadline):
+                rt.deadline_exceeded = True
+                rt.stopped.set()
+                for proc in rt.all_procs():
+                    _kill_group(proc, signal.SIGKILL)
+                self._refresh(rt)
             time.sleep(0.01)
+
+    def _wait(self, rt, c):
         rc = c.proc.wait()
         c.out_eof.wait(5)
         c.err_eof.wait(5)
         code = 128 + (-rc) if rc < 0 else rc
-        if reason == "OOMKilled":
+        if c.oom:
             code = 137
-        finished = now_iso()
         with c.lock:
             log = bytes(c.log)
-
-        def terminated(p):
-            cs = p["status"]["containerStatuses"][0]
-            term = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                    "startedAt": started, "finishedAt": finished,
-                    "containerID": cs.get("containerID", "")}
-            if reason == "OOMKilled":
-                term["reason"] = "OOMKilled"
-            if code != 0 and c0.get("terminationMessagePolicy") == "FallbackToLogsOnError":
-                lines = log.decode(errors="replace").splitlines()[-80:]
-                term["message"] = "\n".join(lines)[-2048:]
-            cs["state"] = {"terminated": term}
-            cs["ready"], cs["started"] = False, False
-            p["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
-            for cond in p["status"]["conditions"]:
-                if cond["type"] in ("Ready", "ContainersReady"):
-                    cond["status"], cond["reason"] = "False", "PodCompleted"
-            if reason == "DeadlineExceeded":
-                p["status"]["phase"] = "Failed"
-                p["status"]["reason"] = "DeadlineExceeded"
-                p["status"]["message"] = ("Pod was active on the node longer than the specified "
-                                          "deadline")
+        c.exit_code = code
+        c.reason = "OOMKilled" if c.oom else "Completed" if code == 0 else "Error"
+        if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+            lines = log.decode(errors="replace").splitlines()[-80:]
+            c.message = "\n".join(lines)[-2048:]
+        c.announced.wait(30)
+        c.finished_at = now_iso()
         c.exited.set()
-        self._update(ns, name, uid, terminated)
+        self._refresh(rt)
         with c.lock:
             for fn in list(c.listeners):
                 fn("exit", None)
+        self._maybe_finalize(rt)
 
-    def container(self, ns, name):
-        with self.lock:
-            return self.containers.get((ns, name))
+
+def field_value(pod, path):
+    md = pod.get("metadata", {})
+    m = re.match(r"^metadata\.(labels|annotations)\['([^']*)'\]$", path)
+    if m:
+        return (md.get(m.group(1)) or {}).get(m.group(2), "")
+    if path in ("metadata.labels", "metadata.annotations"):
+        d = md.get(path.split(".")[1]) or {}
+        return "\n".join('%s="%s"' % (k, d[k]) for k in sorted(d))
+    simple = {"metadata.name": md.get("name"), "metadata.namespace": md.get("namespace"),
+              "metadata.uid": md.get("uid"), "spec.nodeName": pod["spec"].get("nodeName"),
+              "spec.serviceAccountName": pod["spec"].get("serviceAccountName"),
+              "status.hostIP": pod["status"].get("hostIP"),
+              "status.podIP": pod["status"].get("podIP"),
+              "status.hostIPs": ",".join(i["ip"] for i in pod["status"].get("hostIPs", [])),
+              "status.podIPs": ",".join(i["ip"] for i in pod["status"].get("podIPs", []))}
+    return simple.get(path) or ""
+
+
+def resource_value(cspec, ref):
+    res = ref.get("resource", "")
+    kind, _, what = res.partition(".")
+    v = ((cspec.get("resources") or {}).get(kind) or {}).get(what)
+    return str(v) if v is not None else "0"

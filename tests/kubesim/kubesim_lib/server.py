@@ -1,23 +1,44 @@
 """The HTTPS API server: REST for pods and pod templates, watch, logs, attach/exec over
-WebSocket, discovery for kubectl, the /kubesim control API, and fault injection."""
+WebSocket, discovery and OpenAPI v3 for kubectl, RBAC for the test tokens, access reviews, the
+/kubesim control API, and fault injection."""
 import copy
 import datetime
 import http.server
 import json
-import os
 import re
 import socketserver
 import ssl
-import subprocess
 import threading
 import time
 from urllib.parse import parse_qs, urlparse
 
-from . import schema
-from .cluster import image_basename, status
+import yaml
+
+from . import openapi, patch, proto, schema
+from .cluster import status
 from .ws import Closed, WebSocket, accept_key
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+TABLE_CTYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+# Users: the client certificate is the admin (system:masters); tokens map to these roles.
+USERS = {
+    "admin": "system:serviceaccount:default:admin",
+    "readonly": "system:serviceaccount:default:readonly",
+    "none": "system:serviceaccount:default:norights",
+}
+READ = {"get", "list", "watch"}
+RULES = {  # role -> {(resource, subresource): verbs}; None = everything
+    "admin": None,
+    "readonly": {("pods", ""): READ, ("pods", "log"): {"get"}, ("podtemplates", ""): READ,
+                 ("namespaces", ""): READ},
+    "none": {},
+}
+
+
+def allowed(role, verb, resource, sub=""):
+    rules = RULES.get(role, {})
+    return rules is None or verb in rules.get((resource, sub or ""), set())
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -97,54 +118,147 @@ def field_matcher(selector):
 
 
 def pod_status_text(p):
+    """The STATUS column, as the API server's pod printer computes it."""
     st = p.get("status", {})
-    if p["metadata"].get("deletionTimestamp"):
-        return "Terminating"
-    for cs in st.get("containerStatuses", []) or []:
+    spec = p.get("spec", {})
+    reason = st.get("reason") or st.get("phase") or "Pending"
+    inits = spec.get("initContainers") or []
+    initializing = False
+    for i, cs in enumerate(st.get("initContainerStatuses") or []):
         s = cs.get("state", {})
-        if "waiting" in s and s["waiting"].get("reason"):
-            return s["waiting"]["reason"]
-        if "terminated" in s:
-            return s["terminated"].get("reason") or "Completed"
-    if st.get("reason"):
-        return st["reason"]
-    return st.get("phase", "Pending")
+        t, w = s.get("terminated"), s.get("waiting")
+        if t is not None and t.get("exitCode") == 0:
+            continue
+        if t is not None:
+            if t.get("reason"):
+                reason = "Init:" + t["reason"]
+            elif t.get("signal"):
+                reason = "Init:Signal:%d" % t["signal"]
+            else:
+                reason = "Init:ExitCode:%d" % t.get("exitCode", 0)
+        elif w is not None and w.get("reason") and w["reason"] != "PodInitializing":
+            reason = "Init:" + w["reason"]
+        else:
+            reason = "Init:%d/%d" % (i, len(inits))
+        initializing = True
+        break
+    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
+                      for c in st.get("conditions") or [])
+    if not initializing or initialized:
+        has_running = False
+        for cs in reversed(st.get("containerStatuses") or []):
+            s = cs.get("state", {})
+            t, w = s.get("terminated"), s.get("waiting")
+            if w is not None and w.get("reason"):
+                reason = w["reason"]
+            elif t is not None and t.get("reason"):
+                reason = t["reason"]
+            elif t is not None:
+                reason = ("Signal:%d" % t["signal"]) if t.get("signal") else \
+                    "ExitCode:%d" % t.get("exitCode", 0)
+            elif cs.get("ready") and "running" in s:
+                has_running = True
+        if reason == "Completed" and has_running:
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in st.get("conditions") or [])
+            reason = "Running" if ready else "NotReady"
+    if p["metadata"].get("deletionTimestamp") and st.get("phase") not in ("Succeeded",
+                                                                            "Failed"):
+        reason = "Terminating"
+    return reason
 
 
-def age(p):
-    ts = p["metadata"].get("creationTimestamp")
+def age(obj):
+    ts = obj["metadata"].get("creationTimestamp")
     try:
         t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(
             tzinfo=datetime.timezone.utc)
         s = int((datetime.datetime.now(datetime.timezone.utc) - t).total_seconds())
     except (TypeError, ValueError):
         return "<unknown>"
-    return "%ds" % s if s < 120 else "%dm" % (s // 60)
+    if s < 120:
+        return "%ds" % s
+    return "%dm%ds" % (s // 60, s % 60) if s < 600 else "%dm" % (s // 60)
 
 
-def pod_table(pods, rv):
-    cols = [("Name", "string", "name"), ("Ready", "string", ""), ("Status", "string", ""),
-            ("Restarts", "string", ""), ("Age", "string", "")]
-    rows = []
-    for p in pods:
-        css = p.get("status", {}).get("containerStatuses", []) or []
-        ready = sum(1 for c in css if c.get("ready"))
-        md = {k: v for k, v in p["metadata"].items() if k != "managedFields"}
-        rows.append({"cells": [p["metadata"]["name"], "%d/%d" % (ready, len(p["spec"]["containers"])),
-                               pod_status_text(p), "0", age(p)],
-                     "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                "metadata": md}})
+def _table(cols, rows, rv):
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv},
-            "columnDefinitions": [{"name": n, "type": t, "format": f, "description": n,
-                                   "priority": 0} for n, t, f in cols],
+            "columnDefinitions": [{"name": n, "type": t, "format": f, "description": d,
+                                   "priority": pr} for n, t, f, pr, d in cols],
             "rows": rows}
 
 
+def _row(obj, cells):
+    md = {k: v for k, v in obj["metadata"].items() if k != "managedFields"}
+    return {"cells": cells, "object": {"kind": "PartialObjectMetadata",
+                                       "apiVersion": "meta.k8s.io/v1", "metadata": md}}
+
+
+POD_COLUMNS = [
+    ("Name", "string", "name", 0, "Name must be unique within a namespace."),
+    ("Ready", "string", "", 0, "The aggregate readiness state of this pod for accepting "
+                               "traffic."),
+    ("Status", "string", "", 0, "The aggregate status of the containers in this pod."),
+    ("Restarts", "string", "", 0, "The number of times the containers in this pod have been "
+                                  "restarted and when the last container in this pod has "
+                                  "restarted."),
+    ("Age", "string", "", 0, "CreationTimestamp is a timestamp representing the server time "
+                             "when this object was created."),
+    ("IP", "string", "", 1, "IP address allocated to the pod. Routable at least within the "
+                            "cluster. Empty if not yet allocated."),
+    ("Node", "string", "", 1, "NodeName is a request to schedule this pod onto a specific "
+                              "node."),
+    ("Nominated Node", "string", "", 1, "nominatedNodeName is set when this pod preempts other "
+                                        "pods on the node."),
+    ("Readiness Gates", "string", "", 1, "If specified, all readiness gates will be evaluated "
+                                         "for pod readiness."),
+]
+TEMPLATE_COLUMNS = [
+    ("Name", "string", "name", 0, "Name must be unique within a namespace."),
+    ("Containers", "string", "", 0, "Names of each container in the template."),
+    ("Images", "string", "", 0, "Images referenced by each container in the template."),
+    ("Pod Labels", "string", "", 0, "The labels for the pod template."),
+]
+
+
+def pod_table(pods, rv):
+    rows = []
+    for p in pods:
+        st = p.get("status", {})
+        css = st.get("containerStatuses", []) or []
+        ready = sum(1 for c in css if c.get("ready") and "running" in c.get("state", {}))
+        restarts = sum(c.get("restartCount", 0) for c in css)
+        rows.append(_row(p, [p["metadata"]["name"],
+                             "%d/%d" % (ready, len(p["spec"].get("containers") or [])),
+                             pod_status_text(p), restarts, age(p),
+                             st.get("podIP") or "<none>", p["spec"].get("nodeName") or "<none>",
+                             st.get("nominatedNodeName") or "<none>", "<none>"]))
+    return _table(POD_COLUMNS, rows, rv)
+
+
+def template_table(items, rv):
+    rows = []
+    for t in items:
+        tmpl = t.get("template") or {}
+        cs = (tmpl.get("spec") or {}).get("containers") or []
+        labels = (tmpl.get("metadata") or {}).get("labels") or {}
+        rows.append(_row(t, [t["metadata"]["name"], ",".join(c.get("name", "") for c in cs),
+                             ",".join(c.get("image", "") for c in cs),
+                             ",".join("%s=%s" % (k, labels[k]) for k in sorted(labels))
+                             or "<none>"]))
+    return _table(TEMPLATE_COLUMNS, rows, rv)
+
+
+KINDS = {  # resource -> (Kind, list kind, table fn)
+    "pods": ("Pod", "PodList", pod_table),
+    "podtemplates": ("PodTemplate", "PodTemplateList", template_table),
+}
+
 API_RESOURCES = {
-    "kind": "APIResourceList", "groupVersion": "v1", "resources": [
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
         {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
-         "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
-                   "watch"], "shortNames": ["po"], "categories": ["all"]},
+         "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "watch"],
+         "shortNames": ["po"], "categories": ["all"]},
         {"name": "pods/attach", "singularName": "", "namespaced": True, "kind": "PodAttachOptions",
          "verbs": ["create", "get"]},
         {"name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions",
@@ -152,11 +266,19 @@ API_RESOURCES = {
         {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod",
          "verbs": ["get"]},
         {"name": "podtemplates", "singularName": "podtemplate", "namespaced": True,
-         "kind": "PodTemplate", "verbs": ["create", "delete", "get", "list", "patch", "update",
-                                          "watch"]},
+         "kind": "PodTemplate", "verbs": ["create", "delete", "deletecollection", "get", "list",
+                                          "patch", "update", "watch"]},
         {"name": "namespaces", "singularName": "namespace", "namespaced": False,
          "kind": "Namespace", "verbs": ["get", "list"], "shortNames": ["ns"]},
     ]}
+GROUPS = {
+    "authorization.k8s.io": [{"name": "selfsubjectaccessreviews", "singularName":
+                              "selfsubjectaccessreview", "namespaced": False,
+                              "kind": "SelfSubjectAccessReview", "verbs": ["create"]}],
+    "authentication.k8s.io": [{"name": "selfsubjectreviews", "singularName": "selfsubjectreview",
+                               "namespaced": False, "kind": "SelfSubjectReview",
+                               "verbs": ["create"]}],
+}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -181,6 +303,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def send_status(self, code, reason, message, details=None, headers=None):
         self.send_json(code, status(code, reason, message, details), headers)
+
+    def send_err(self, st):
+        self.send_json(st["code"], st)
+
+    def not_found(self, resource, name):
+        return self.send_status(404, "NotFound", "%s \"%s\" not found" % (resource, name),
+                                {"name": name, "kind": resource})
 
     def send_text(self, code, text, headers=None):
         body = text.encode() if isinstance(text, str) else text
@@ -214,16 +343,67 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
+    def parse_body(self, body, what):
+        """Decodes a JSON or YAML request body into a dict; sends the error and returns None
+        on failure."""
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            try:
+                obj = proto.decode(body)
+            except (ValueError, IndexError, UnicodeDecodeError) as e:
+                self.send_status(415, "UnsupportedMediaType", "%s" % e)
+                return None
+        elif ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
+            try:
+                obj = yaml.safe_load(body.decode())
+            except (yaml.YAMLError, UnicodeDecodeError) as e:
+                self.send_status(400, "BadRequest", "error converting YAML to JSON: %s" % e)
+                return None
+        elif ctype == "application/json" or ctype.endswith("+json") or (not ctype and body):
+            try:
+                obj = json.loads(body)
+            except ValueError as e:
+                self.send_status(400, "BadRequest", "%s in version \"v1\" cannot be handled as "
+                                 "a %s: %s" % (what, what, e))
+                return None
+        else:
+            self.send_status(415, "UnsupportedMediaType", "the body of the request was in an "
+                             "unknown format - accepted media types include: application/json,"
+                             " application/yaml")
+            return None
+        if not isinstance(obj, dict):
+            self.send_status(400, "BadRequest", "%s in version \"v1\" cannot be handled as a "
+                             "%s: the body is not an object" % (what, what))
+            return None
+        return obj
+
     # --- auth ----------------------------------------------------------------------------
     def identity(self):
-        auth = self.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            return self.server.tokens.get(auth[7:].strip())
+        """(role, username) or None; like kube-apiserver's union authenticator, a valid
+        client certificate wins over a bearer token."""
         try:
             cert = self.connection.getpeercert()
         except (ValueError, OSError):
             cert = None
-        return "admin" if cert else None
+        if cert:
+            return "admin", "kubesim-admin"
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            role = self.server.tokens.get(auth[7:].strip())
+            if role:
+                return role, USERS.get(role, role)
+        return None
+
+    def forbid(self, user, verb, resource, sub, ns, name):
+        what = resource + ("/" + sub if sub else "")
+        subject = "%s \"%s\"" % (resource, name) if name else resource
+        where = "in the namespace \"%s\"" % ns if ns else "at the cluster scope"
+        details = {"kind": resource}
+        if name:
+            details["name"] = name
+        return self.send_status(403, "Forbidden", "%s is forbidden: User \"%s\" cannot %s "
+                                "resource \"%s\" in API group \"\" %s" % (subject, user, verb,
+                                                                          what, where), details)
 
     # --- dispatch ------------------------------------------------------------------------
     def do_GET(self):
@@ -260,12 +440,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         v = self.q.get(key)
         return v[0] if v else default
 
+    def qbool(self, key):
+        return self.qget(key) in ("true", "1")
+
     def route(self, method, path, body, control):
-        who = self.identity()
+        ident = self.identity()
         faults = self.server.faults
-        if who and not control and faults.take("unauthorized_count"):
-            who = None
-        if who is None:
+        if ident and not control and faults.take("unauthorized_count"):
+            ident = None
+        if ident is None:
             return self.send_status(401, "Unauthorized", "Unauthorized")
         if control:
             return self.control(method, path, body)
@@ -279,50 +462,134 @@ class Handler(http.server.BaseHTTPRequestHandler):
                       503: "ServiceUnavailable", 504: "Timeout"}.get(code, "InternalError")
             return self.send_status(code, reason, "injected fault: %d %s" % (code, reason),
                                     headers=hdrs)
-        if who == "readonly" and method not in ("GET",):
-            return self.send_status(
-                403, "Forbidden", "%s is forbidden: User \"system:serviceaccount:default:"
-                "readonly\" cannot %s resource in the namespace" % (path, method.lower()))
-        if who == "readonly" and ("/attach" in path or "/exec" in path):
-            return self.send_status(403, "Forbidden", "User \"readonly\" cannot create "
-                                    "resource \"pods/attach\"")
-        if path == "/version":
-            return self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubesim",
-                                        "platform": "linux/amd64", "goVersion": "go1.23",
-                                        "compiler": "gc", "buildDate": "2026-01-01T00:00:00Z",
-                                        "gitCommit": "kubesim", "gitTreeState": "clean"})
-        if path == "/api":
-            return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
-                                        "serverAddressByClientCIDRs": [
-                                            {"clientCIDR": "0.0.0.0/0",
-                                             "serverAddress": "127.0.0.1"}]})
-        if path == "/apis":
-            return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
-        if path == "/api/v1":
-            return self.send_json(200, API_RESOURCES)
-        m = re.match(r"^/api/v1/namespaces/([^/]+)$", path)
-        if m and method == "GET":
-            return self.send_json(200, {"kind": "Namespace", "apiVersion": "v1",
-                                        "metadata": {"name": m.group(1)},
-                                        "status": {"phase": "Active"}})
-        if path == "/api/v1/pods" and method == "GET":
-            return self.pods_collection(None, method, body)
-        m = re.match(r"^/api/v1/namespaces/([^/]+)/pods$", path)
+        self.role, self.user = ident
+        if self.nonresource(method, path, body):
+            return
+        m = re.match(r"^/api/v1/(?:namespaces/([^/]+)/)?(pods|podtemplates)"
+                     r"(?:/([^/]+)(?:/(attach|exec|log))?)?$", path)
         if m:
-            return self.pods_collection(m.group(1), method, body)
-        m = re.match(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(attach|exec|log))?$", path)
-        if m:
-            ns, name, sub = m.groups()
+            ns, resource, name, sub = m.groups()
+            if ns is None and (name or method != "GET"):
+                return self.send_status(404, "NotFound", "the server could not find the "
+                                        "requested resource")
+            if resource == "podtemplates" and sub:
+                return self.send_status(404, "NotFound", "the server could not find the "
+                                        "requested resource")
+            verb = self.verb(method, name, sub)
+            if not allowed(self.role, verb, resource, sub):
+                return self.forbid(self.user, verb, resource, sub, ns, name)
             if sub == "log":
                 return self.pod_log(ns, name)
             if sub in ("attach", "exec"):
                 return self.stream(ns, name, sub)
-            return self.pod_item(ns, name, method, body)
-        m = re.match(r"^/api/v1/namespaces/([^/]+)/podtemplates(?:/([^/]+))?$", path)
-        if m:
-            return self.podtemplates(m.group(1), m.group(2), method, body)
+            if name:
+                return self.item(resource, ns, name, method, body)
+            return self.collection(resource, ns, method, body)
+        m = re.match(r"^/api/v1/namespaces(?:/([^/]+))?$", path)
+        if m and method == "GET":
+            if not allowed(self.role, "get" if m.group(1) else "list", "namespaces"):
+                return self.forbid(self.user, "get" if m.group(1) else "list", "namespaces", "",
+                                   None, m.group(1))
+            def nsobj(n):
+                return {"kind": "Namespace", "apiVersion": "v1",
+                        "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}},
+                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+            if m.group(1):
+                return self.send_json(200, nsobj(m.group(1)))
+            with self.server.cluster.lock:
+                names = sorted({"default"} | {k[0] for k in self.server.cluster.pods} |
+                               {k[0] for k in self.server.cluster.templates})
+            return self.send_json(200, {"kind": "NamespaceList", "apiVersion": "v1",
+                                        "metadata": {}, "items": [nsobj(n) for n in names]})
         return self.send_status(404, "NotFound", "the server could not find the requested "
                                 "resource")
+
+    def verb(self, method, name, sub):
+        if sub:
+            return "create" if method == "POST" else "get"
+        if method == "GET":
+            if self.qbool("watch"):
+                return "watch"
+            return "get" if name else "list"
+        return {"POST": "create", "PUT": "update", "PATCH": "patch",
+                "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+
+    def nonresource(self, method, path, body):
+        """Discovery, version, health, OpenAPI, access reviews: handled here (True) or not."""
+        if path == "/version":
+            self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubesim",
+                                 "platform": "linux/amd64", "goVersion": "go1.23",
+                                 "compiler": "gc", "buildDate": "2026-01-01T00:00:00Z",
+                                 "gitCommit": "kubesim", "gitTreeState": "clean"})
+        elif path in ("/healthz", "/livez", "/readyz"):
+            self.send_text(200, "ok")
+        elif path == "/api":
+            self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
+                                 "serverAddressByClientCIDRs": [
+                                     {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})
+        elif path == "/apis":
+            self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": g + "/v1", "version": "v1"}],
+                 "preferredVersion": {"groupVersion": g + "/v1", "version": "v1"}}
+                for g in sorted(GROUPS)]})
+        elif path == "/api/v1":
+            self.send_json(200, API_RESOURCES)
+        elif path.startswith("/apis/") and path[6:].split("/")[0] in GROUPS:
+            parts = path.split("/")
+            g = parts[2]
+            if len(parts) == 3:
+                self.send_json(200, {"kind": "APIGroup", "apiVersion": "v1", "name": g,
+                                     "versions": [{"groupVersion": g + "/v1", "version": "v1"}],
+                                     "preferredVersion": {"groupVersion": g + "/v1",
+                                                          "version": "v1"}})
+            elif len(parts) == 4 and parts[3] == "v1":
+                self.send_json(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                     "groupVersion": g + "/v1", "resources": GROUPS[g]})
+            elif len(parts) == 5 and parts[3] == "v1" and method == "POST":
+                self.review(g, parts[4], body)
+            else:
+                return False
+        elif path == "/openapi/v3":
+            self.send_json(200, openapi.root())
+        elif path.startswith("/openapi/v3/"):
+            doc = openapi.document(path[len("/openapi/v3/"):])
+            if doc is None:
+                return False
+            self.send_json(200, doc, headers={"Cache-Control": "public, immutable",
+                                              "Etag": '"%s"' % openapi.etag(doc)})
+        else:
+            return False
+        return True
+
+    def review(self, group, resource, body):
+        obj = self.parse_body(body, "SelfSubjectAccessReview")
+        if obj is None:
+            return
+        if group == "authentication.k8s.io" and resource == "selfsubjectreviews":
+            groups = ["system:masters", "system:authenticated"] if self.user == "kubesim-admin" \
+                else ["system:serviceaccounts", "system:serviceaccounts:default",
+                      "system:authenticated"]
+            obj["status"] = {"userInfo": {"username": self.user, "groups": groups}}
+            obj.setdefault("metadata", {})["creationTimestamp"] = None
+            return self.send_json(201, obj)
+        if group != "authorization.k8s.io" or resource != "selfsubjectaccessreviews":
+            return self.send_status(404, "NotFound", "the server could not find the requested "
+                                    "resource")
+        spec = obj.get("spec") or {}
+        ra = spec.get("resourceAttributes")
+        if ra is not None:
+            ok = ra.get("group", "") == "" and allowed(self.role, ra.get("verb", ""),
+                                                        ra.get("resource", ""),
+                                                        ra.get("subresource", ""))
+            if self.role == "admin":
+                ok = True
+        else:
+            ok = True  # non-resource URLs: discovery is open to every authenticated user
+        obj["status"] = {"allowed": ok}
+        if ok:
+            obj["status"]["reason"] = "kubesim RBAC: role %s" % self.role
+        obj.setdefault("metadata", {})["creationTimestamp"] = None
+        return self.send_json(201, obj)
 
     # --- control API ----------------------------------------------------------------------
     def control(self, method, path, body):
@@ -343,78 +610,198 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "phase": p["status"].get("phase")} for p in pods]})
         return self.send_status(404, "NotFound", "no such control endpoint")
 
-    # --- pods -----------------------------------------------------------------------------
+    # --- collections and items -------------------------------------------------------------
     def wants_table(self):
         return "as=Table" in self.headers.get("Accept", "")
 
-    def pods_collection(self, ns, method, body):
-        cl = self.server.cluster
-        if method == "POST":
-            ctype = self.headers.get("Content-Type", "")
-            if "json" not in ctype:
-                return self.send_status(415, "UnsupportedMediaType",
-                                        "kubesim accepts only application/json bodies")
-            try:
-                pod = json.loads(body)
-            except ValueError as e:
-                return self.send_status(400, "BadRequest", "invalid JSON: %s" % e)
-            if self.qget("fieldValidation", "").lower() == "strict":
-                bad = schema.unknown_fields(pod)
-                if bad:
-                    return self.send_status(400, "BadRequest",
-                                            "Pod in version \"v1\" cannot be handled as a Pod: "
-                                            "strict decoding error: " + ", ".join(
-                                                "unknown field \"%s\"" % b for b in bad))
-            if self.qget("dryRun") == "All":
-                return self.send_json(201, pod)
-            created, err = cl.create_pod(ns, pod)
-            if err:
-                return self.send_json(err["code"], err)
-            return self.send_json(201, created)
-        if method == "DELETE":
-            lm = label_matcher(self.qget("labelSelector"))
-            pods, rv = cl.list_pods(ns, lambda p: lm(p["metadata"].get("labels") or {}))
-            for p in pods:
-                cl.delete_pod(ns, p["metadata"]["name"])
-            return self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
-                                        "metadata": {"resourceVersion": rv}, "items": pods})
-        if method != "GET":
-            return self.send_status(405, "MethodNotAllowed", "method not allowed")
+    def matcher(self):
         lm = label_matcher(self.qget("labelSelector"))
         fm = field_matcher(self.qget("fieldSelector"))
+        return lambda o: lm(o["metadata"].get("labels") or {}) and fm(o)
 
-        def match(p):
-            return lm(p["metadata"].get("labels") or {}) and fm(p)
-        if self.qget("watch") in ("1", "true"):
-            return self.watch(ns, match)
-        pods, rv = cl.list_pods(ns, match)
-        if self.wants_table():
-            return self.send_json(200, pod_table(pods, rv),
-                                  ctype="application/json;as=Table;v=v1;g=meta.k8s.io")
-        return self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
-                                    "metadata": {"resourceVersion": rv}, "items": pods})
-
-    def pod_item(self, ns, name, method, body):
+    def lister(self, resource):
         cl = self.server.cluster
-        if method == "GET":
-            p = cl.get_pod(ns, name)
-            if p is None:
-                return self.send_status(404, "NotFound", "pods \"%s\" not found" % name,
-                                        {"name": name, "kind": "pods"})
-            if self.wants_table():
-                return self.send_json(200, pod_table([p], p["metadata"]["resourceVersion"]),
-                                      ctype="application/json;as=Table;v=v1;g=meta.k8s.io")
-            return self.send_json(200, p)
-        if method == "DELETE":
-            p = cl.delete_pod(ns, name)
-            if p is None:
-                return self.send_status(404, "NotFound", "pods \"%s\" not found" % name,
-                                        {"name": name, "kind": "pods"})
-            return self.send_json(200, p)
-        return self.send_status(405, "MethodNotAllowed", "method not allowed")
+        return cl.list_pods if resource == "pods" else cl.list_templates
 
-    def watch(self, ns, match):
+    def send_list(self, resource, items, rv):
+        kind, list_kind, table = KINDS[resource]
+        if self.wants_table():
+            return self.send_json(200, table(items, rv), ctype=TABLE_CTYPE)
+        return self.send_json(200, {"kind": list_kind, "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": rv}, "items": items})
+
+    def collection(self, resource, ns, method, body):
+        cl = self.server.cluster
+        kind = KINDS[resource][0]
+        if method == "POST":
+            obj = self.parse_body(body, kind)
+            if obj is None:
+                return
+            if obj.get("kind", kind) != kind or obj.get("apiVersion", "v1") != "v1":
+                return self.send_status(400, "BadRequest", "the API version in the data (%s) "
+                                        "does not match the expected API version (v1)"
+                                        % obj.get("apiVersion") if obj.get("apiVersion", "v1")
+                                        != "v1" else "%s in version \"v1\" cannot be handled as "
+                                        "a %s: kind %s does not match" % (kind, kind,
+                                                                         obj.get("kind")))
+            validation = (self.qget("fieldValidation") or "").lower()
+            if validation in ("strict", "warn"):
+                bad = (schema.unknown_fields if resource == "pods" else
+                       schema.unknown_fields_template)(obj)
+                if bad and validation == "strict":
+                    return self.send_status(400, "BadRequest",
+                                            "%s in version \"v1\" cannot be handled as a %s: "
+                                            "strict decoding error: %s" % (kind, kind, ", ".join(
+                                                "unknown field \"%s\"" % b for b in bad)))
+                warn = {"Warning": ", ".join('299 - "unknown field \\"%s\\""' % b
+                                             for b in bad)} if bad else None
+            else:
+                warn = None
+            dry = self.qget("dryRun") == "All"
+            create = cl.create_pod if resource == "pods" else cl.create_template
+            created, err = create(ns, obj, dry_run=dry)
+            if err:
+                return self.send_err(err)
+            return self.send_json(201, created, headers=warn)
+        if method == "DELETE":
+            grace = self.grace(body)
+            if grace is False:
+                return
+            match = self.matcher()
+            items, rv = self.lister(resource)(ns, match)
+            out = []
+            for o in items:
+                name = o["metadata"]["name"]
+                d = cl.delete_pod(ns, name, grace) if resource == "pods" else \
+                    cl.delete_template(ns, name)
+                if d:
+                    out.append(d)
+            return self.send_json(200, {"kind": KINDS[resource][1], "apiVersion": "v1",
+                                        "metadata": {"resourceVersion": rv}, "items": out})
+        if method != "GET":
+            return self.send_status(405, "MethodNotAllowed", "the server does not allow this "
+                                    "method on the requested resource")
+        if self.qbool("watch"):
+            return self.watch(resource, ns, self.matcher())
+        items, rv = self.lister(resource)(ns, self.matcher())
+        return self.send_list(resource, items, rv)
+
+    def grace(self, body):
+        """gracePeriodSeconds from the DeleteOptions body or the query (None = default);
+        False after sending an error."""
+        g = self.qget("gracePeriodSeconds")
+        opts = {}
+        if body:
+            opts = self.parse_body(body, "DeleteOptions")
+            if opts is None:
+                return False
+        if opts.get("gracePeriodSeconds") is not None:
+            g = opts["gracePeriodSeconds"]
+        self.preconditions = opts.get("preconditions") or {}
+        if g is None:
+            return None
+        try:
+            return max(0, int(g))
+        except (TypeError, ValueError):
+            self.send_status(400, "BadRequest", "invalid gracePeriodSeconds: %r" % (g,))
+            return False
+
+    def item(self, resource, ns, name, method, body):
+        cl = self.server.cluster
+        get = cl.get_pod if resource == "pods" else cl.get_template
+        if method == "GET":
+            o = get(ns, name)
+            if o is None:
+                return self.not_found(resource, name)
+            if self.wants_table():
+                table = KINDS[resource][2]
+                return self.send_json(200, table([o], o["metadata"]["resourceVersion"]),
+                                      ctype=TABLE_CTYPE)
+            return self.send_json(200, o)
+        if method == "DELETE":
+            grace = self.grace(body)
+            if grace is False:
+                return
+            o = get(ns, name)
+            if o is None:
+                return self.not_found(resource, name)
+            uid = self.preconditions.get("uid")
+            if uid and uid != o["metadata"]["uid"]:
+                return self.send_status(409, "Conflict", "Operation cannot be fulfilled on %s "
+                                        "\"%s\": Precondition failed: UID in precondition: %s, "
+                                        "UID in object meta: %s" % (resource, name, uid,
+                                                                    o["metadata"]["uid"]),
+                                        {"name": name, "kind": resource})
+            d = cl.delete_pod(ns, name, grace) if resource == "pods" else \
+                cl.delete_template(ns, name)
+            if d is None:
+                return self.not_found(resource, name)
+            return self.send_json(200, d)
+        if method == "PATCH":
+            return self.patch(resource, ns, name, body)
+        if method == "PUT" and resource == "podtemplates":
+            obj = self.parse_body(body, "PodTemplate")
+            if obj is None:
+                return
+            if (self.qget("fieldValidation") or "").lower() == "strict":
+                bad = schema.unknown_fields_template(obj)
+                if bad:
+                    return self.send_status(400, "BadRequest", "PodTemplate in version \"v1\" "
+                                            "cannot be handled as a PodTemplate: strict decoding "
+                                            "error: " + ", ".join('unknown field "%s"' % b
+                                                                  for b in bad))
+            t, err = cl.replace_template(ns, name, obj)
+            if err:
+                return self.send_err(err)
+            return self.send_json(200, t)
+        return self.send_status(405, "MethodNotAllowed", "the server does not allow this method "
+                                "on the requested resource")
+
+    def patch(self, resource, ns, name, body):
+        cl = self.server.cluster
+        kind = KINDS[resource][0]
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype not in patch.MERGE + (patch.JSON_PATCH,):
+            return self.send_status(415, "UnsupportedMediaType", "the body of the request was "
+                                    "in an unknown format - accepted media types include: "
+                                    "application/json-patch+json, application/merge-patch+json,"
+                                    " application/strategic-merge-patch+json (kubesim has no "
+                                    "server-side apply)")
+        o = (cl.get_pod if resource == "pods" else cl.get_template)(ns, name)
+        if o is None:
+            return self.not_found(resource, name)
+        try:
+            doc = json.loads(body or b"null")
+            new = patch.json_patch(o, doc) if ctype == patch.JSON_PATCH else patch.merge(o, doc)
+        except ValueError as e:
+            return self.send_status(400, "BadRequest", "error decoding patch: %s" % e)
+        except (patch.PatchError, KeyError, IndexError, TypeError) as e:
+            return self.send_status(422, "Invalid", "the server rejected our request due to an "
+                                    "error in our request: %s" % e)
+        if not isinstance(new, dict):
+            return self.send_status(422, "Invalid", "the patch does not leave an object")
+        if (self.qget("fieldValidation") or "").lower() == "strict":
+            bad = (schema.unknown_fields if resource == "pods" else
+                   schema.unknown_fields_template)(new)
+            if bad:
+                return self.send_status(400, "BadRequest", "%s in version \"v1\" cannot be "
+                                        "handled as a %s: strict decoding error: %s" % (
+                                            kind, kind, ", ".join('unknown field "%s"' % b
+                                                                  for b in bad)))
+        if self.qget("dryRun") == "All":
+            return self.send_json(200, new)
+        if resource == "pods":
+            out, err = cl.update_pod(ns, name, new)
+        else:
+            out, err = cl.replace_template(ns, name, new)
+        if err:
+            return self.send_err(err)
+        return self.send_json(200, out)
+
+    def watch(self, resource, ns, match):
         cl, faults = self.server.cluster, self.server.faults
+        kind = KINDS[resource][0]
+        table_fn = KINDS[resource][2]
         rv_s = self.qget("resourceVersion")
         rv = int(rv_s) if rv_s and rv_s.isdigit() else 0
         if rv and faults.take("watch_410"):
@@ -426,21 +813,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         def send(etype, obj):
             if table and etype != "ERROR":
-                obj = pod_table([obj], obj["metadata"]["resourceVersion"])
+                obj = table_fn([obj], obj["metadata"]["resourceVersion"])
             self.chunk(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
 
         drop = faults.take("drop_watch")
         if faults.take("watch_410_event"):
             send("ERROR", status(410, "Expired", "too old resource version: %d" % rv))
             return self.end_chunks()
+        store = cl.pods if resource == "pods" else cl.templates
         with cl.lock:
             if rv and rv < cl.oldest_rv - 1:
                 expired = True
             else:
                 expired = False
                 if rv == 0:
-                    initial = [("ADDED", copy.deepcopy(p)) for (pns, _), p in
-                               sorted(cl.pods.items()) if (ns is None or pns == ns) and match(p)]
+                    initial = [("ADDED", copy.deepcopy(o)) for (ons, _), o in
+                               sorted(store.items()) if (ns is None or ons == ns) and match(o)]
                     pos = cl.rv
                 else:
                     initial = []
@@ -462,32 +850,74 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if not evs:
                     cl.cond.wait(min(0.5, max(0.0, end - time.monotonic())))
                     evs = [e for e in cl.events if e[0] > pos]
-            for erv, etype, ens, obj in evs:
+            for erv, etype, ens, ekind, obj in evs:
                 pos = erv
-                if (ns is None or ens == ns) and match(obj):
+                if ekind == kind and (ns is None or ens == ns) and match(obj):
                     send(etype, obj)
         self.end_chunks()
 
-    # --- logs -----------------------------------------------------------------------------
+    # --- containers -------------------------------------------------------------------------
+    def pick_container(self, p, name):
+        """The container named by ?container= (or the only one); sends 400 and returns None
+        when there is none such."""
+        spec = p["spec"]
+        mains = [c["name"] for c in spec.get("containers") or []]
+        inits = [c["name"] for c in spec.get("initContainers") or []]
+        cname = self.qget("container")
+        if not cname:
+            if len(mains) == 1:
+                return mains[0]
+            msg = "a container name must be specified for pod %s, choose one of: [%s]" % (
+                name, " ".join(mains))
+            if inits:
+                msg += " or one of the init containers: [%s]" % " ".join(inits)
+            self.send_status(400, "BadRequest", msg)
+            return None
+        if cname not in mains and cname not in inits:
+            self.send_status(400, "BadRequest", "container %s is not valid for pod %s" %
+                             (cname, name))
+            return None
+        return cname
+
+    @staticmethod
+    def waiting_reason(p, cname):
+        for key in ("initContainerStatuses", "containerStatuses"):
+            for cs in p["status"].get(key) or []:
+                if cs["name"] == cname and "waiting" in cs.get("state", {}):
+                    return cs["state"]["waiting"].get("reason") or "ContainerCreating"
+        return "ContainerCreating"
+
+    def waiting_msg(self, p, cname, name):
+        reason = self.waiting_reason(p, cname)
+        if reason in ("ErrImagePull", "ImagePullBackOff"):
+            reason = "trying and failing to pull image"
+        elif reason == "InvalidImageName":
+            reason = "image can't be pulled"
+        return "container \"%s\" in pod \"%s\" is waiting to start: %s" % (cname, name, reason)
+
     def pod_log(self, ns, name):
         cl = self.server.cluster
         p = cl.get_pod(ns, name)
         if p is None:
-            return self.send_status(404, "NotFound", "pods \"%s\" not found" % name,
-                                    {"name": name, "kind": "pods"})
-        cname = self.qget("container") or p["spec"]["containers"][0]["name"]
-        c = cl.container(ns, name)
+            return self.not_found("pods", name)
+        cname = self.pick_container(p, name)
+        if cname is None:
+            return
+        if self.qbool("previous"):
+            return self.send_status(400, "BadRequest", "previous terminated container \"%s\" in "
+                                    "pod \"%s\" not found" % (cname, name))
+        if not p["spec"].get("nodeName"):
+            return self.send_text(200, b"")
+        c = cl.container(ns, name, cname)
         if c is None:
-            return self.send_status(400, "BadRequest",
-                                    "container \"%s\" in pod \"%s\" is waiting to start: "
-                                    "ContainerCreating" % (cname, name))
+            return self.send_status(400, "BadRequest", self.waiting_msg(p, cname, name))
         limit = int(self.qget("limitBytes") or 0)
         tail = self.qget("tailLines")
         with c.lock:
             data = bytes(c.log)
         if tail is not None:
             data = b"".join(data.splitlines(True)[-int(tail):]) if int(tail) else b""
-        if self.qget("follow") not in ("true", "1"):
+        if not self.qbool("follow"):
             if limit:
                 data = data[:limit]
             return self.send_text(200, data)
@@ -504,63 +934,45 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.chunk(bytes(c.log[sent:]))
         self.end_chunks()
 
-    # --- pod templates ----------------------------------------------------------------------
-    def podtemplates(self, ns, name, method, body):
-        cl = self.server.cluster
-        if name is None and method == "POST":
-            t = json.loads(body)
-            t.setdefault("metadata", {})["namespace"] = ns
-            t["kind"], t["apiVersion"] = "PodTemplate", "v1"
-            with cl.lock:
-                cl.rv += 1
-                t["metadata"]["resourceVersion"] = str(cl.rv)
-                cl.templates[(ns, t["metadata"]["name"])] = t
-            return self.send_json(201, t)
-        if name is None and method == "GET":
-            with cl.lock:
-                items = [copy.deepcopy(t) for (tns, _), t in sorted(cl.templates.items())
-                         if tns == ns]
-            return self.send_json(200, {"kind": "PodTemplateList", "apiVersion": "v1",
-                                        "metadata": {"resourceVersion": str(cl.rv)},
-                                        "items": items})
-        with cl.lock:
-            t = cl.templates.get((ns, name))
-            if method == "DELETE" and t:
-                del cl.templates[(ns, name)]
-        if t is None:
-            return self.send_status(404, "NotFound", "podtemplates \"%s\" not found" % name,
-                                    {"name": name, "kind": "podtemplates"})
-        return self.send_json(200, t)
-
     # --- attach and exec ---------------------------------------------------------------------
     def stream(self, ns, name, sub):
         cl, faults = self.server.cluster, self.server.faults
+        # The pod and container checks come first, as in the API server: a client that falls
+        # back from WebSocket to SPDY on an upgrade failure (kubectl does) gets the same error.
+        p = cl.get_pod(ns, name)
+        if p is None:
+            return self.not_found("pods", name)
+        cname = self.pick_container(p, name)
+        if cname is None:
+            return
+        phase = p["status"].get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return self.send_status(400, "BadRequest", "cannot %s a container in a completed "
+                                    "pod; current phase is %s" % (sub, phase))
+        if not p["spec"].get("nodeName"):
+            return self.send_status(400, "BadRequest", "pod %s does not have a host assigned"
+                                    % name)
+        c = cl.container(ns, name, cname)
+        if c is None:
+            return self.send_status(400, "BadRequest", self.waiting_msg(p, cname, name))
+        if c.exited.is_set():
+            if cname in [x["name"] for x in p["spec"]["containers"]] and len(
+                    p["spec"]["containers"]) == 1:
+                return self.send_status(400, "BadRequest", "cannot %s a container in a "
+                                        "completed pod; current phase is Succeeded" % sub)
+            return self.send_status(400, "BadRequest", "container \"%s\" in pod \"%s\" is not "
+                                    "running (terminated with exit code %s)"
+                                    % (cname, name, c.exit_code))
         if self.headers.get("Upgrade", "").lower() != "websocket":
-            return self.send_status(400, "BadRequest", "Upgrade request required")
-        offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-        proto = next((p for p in PROTOCOLS if p in offered), None)
+            return self.send_status(400, "BadRequest", "Upgrade request required: kubesim "
+                                    "streams over WebSocket (%s) only, not SPDY"
+                                    % ", ".join(PROTOCOLS))
+        offered = [x.strip() for x in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        proto = next((x for x in PROTOCOLS if x in offered), None)
         if proto is None:
             return self.send_status(400, "BadRequest",
                                     "no supported stream protocol offered (want one of %s)"
                                     % ", ".join(PROTOCOLS))
-        p = cl.get_pod(ns, name)
-        if p is None:
-            return self.send_status(404, "NotFound", "pods \"%s\" not found" % name,
-                                    {"name": name, "kind": "pods"})
-        cname = self.qget("container") or p["spec"]["containers"][0]["name"]
-        if cname not in [c["name"] for c in p["spec"]["containers"]]:
-            return self.send_status(400, "BadRequest", "container %s is not valid for pod %s" %
-                                    (cname, name))
-        c = cl.container(ns, name)
-        phase = p["status"].get("phase")
-        if phase in ("Succeeded", "Failed") or (c and c.exited.is_set()):
-            return self.send_status(400, "BadRequest", "cannot %s a container in a completed "
-                                    "pod; current phase is %s" % (sub, phase or "Succeeded"))
-        if c is None:
-            return self.send_status(400, "BadRequest", "pod %s does not have a host assigned"
-                                    % name if not p["spec"].get("nodeName") else
-                                    "container \"%s\" in pod \"%s\" is waiting to start: "
-                                    "ContainerCreating" % (cname, name))
         self.send_response(101)
         self.send_header("Upgrade", "websocket")
         self.send_header("Connection", "Upgrade")
@@ -574,41 +986,41 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if sub == "attach":
             self.attach(ws, c, proto, faults)
         else:
-            self.exec_(ws, p, c, proto)
+            self.exec_(ws, c, proto)
 
     def attach(self, ws, c, proto, faults):
-        want_in = self.qget("stdin") in ("true", "1")
-        want_out = self.qget("stdout") in ("true", "1")
-        want_err = self.qget("stderr") in ("true", "1")
+        want_in = self.qbool("stdin")
+        want_out = self.qbool("stdout")
+        want_err = self.qbool("stderr")
         drop = faults.take("drop_attach")
-        done = threading.Event()
-        eofs = set()
+        success = json.dumps({"metadata": {}, "status": "Success"}).encode()
 
         def listener(ch, data):
             try:
                 if ch == "exit":
-                    ws.send_binary(b"\x03" + json.dumps({"metadata": {},
-                                                         "status": "Success"}).encode())
+                    ws.send_binary(b"\x03" + success)
                     ws.close()
-                    done.set()
                 elif data is not None and ((ch == 1 and want_out) or (ch == 2 and want_err)):
                     ws.send_binary(bytes([ch]) + data)
             except (Closed, OSError):
-                done.set()
+                pass
         with c.lock:
             if c.exited.is_set():
-                ws.send_binary(b"\x03" + json.dumps({"metadata": {}, "status": "Success"}).encode())
+                ws.send_binary(b"\x03" + success)
                 ws.close()
                 return
             c.listeners.append(listener)
-            owns_stdin = want_in and c.proc.stdin is not None and not c.stdin_taken
-            if owns_stdin and getattr(c, "stdin_once", False):
+            owns_stdin = (want_in and c.proc.stdin is not None and not c.stdin_taken and
+                          not c.stdin_closed.is_set())
+            if owns_stdin and c.stdin_once:
                 c.stdin_taken = True
         if drop:
             time.sleep(0.05)
             ws.drop()
             with c.lock:
                 c.listeners.remove(listener)
+            if owns_stdin and c.stdin_once:
+                self._close_stdin(c)
             return
         try:
             while True:
@@ -623,59 +1035,67 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     except (BrokenPipeError, ValueError, OSError):
                         pass
                 elif ch == 255 and payload[:1] == b"\x00" and proto.startswith("v5"):
-                    if owns_stdin:
+                    # the client's stdin ended: with stdinOnce the runtime closes the
+                    # container's stdin; without, it stays open for a later attach
+                    if owns_stdin and c.stdin_once:
                         self._close_stdin(c)
+                    owns_stdin = False
         except (Closed, OSError, ValueError):
             pass
         finally:
-            if owns_stdin:
+            if owns_stdin and c.stdin_once:
                 self._close_stdin(c)
             with c.lock:
                 if listener in c.listeners:
                     c.listeners.remove(listener)
 
-    def _close_stdin(self, c):
-        if c.proc.stdin and not c.proc.stdin.closed:
-            try:
-                c.proc.stdin.close()
-            except OSError:
-                pass
+    @staticmethod
+    def _close_stdin(c):
+        with c.stdin_lock:
+            if c.proc.stdin and not c.proc.stdin.closed:
+                try:
+                    c.proc.stdin.close()
+                except OSError:
+                    pass
         c.stdin_closed.set()
 
-    def exec_(self, ws, p, c, proto):
+    def exec_(self, ws, c, proto):
+        cl = self.server.cluster
         argv = self.q.get("command") or []
         if not argv:
             ws.send_binary(b"\x03" + json.dumps(status(400, "BadRequest",
                                                        "you must specify a command")).encode())
             return ws.close()
-        images = self.server.cluster.images
-        cand = os.path.join(images, image_basename(argv[0]))
-        if os.access(cand, os.X_OK) and "/" not in argv[0]:
-            argv = [cand] + argv[1:]
-        c0 = p["spec"]["containers"][0]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": p["metadata"]["name"]}
-        for e in c0.get("env", []) or []:
-            if "value" in e:
-                env[e["name"]] = e["value"]
-        want_in = self.qget("stdin") in ("true", "1")
+        argv = [cl.resolve_command(argv[0])] + argv[1:]
+        want_in = self.qbool("stdin")
+        rt = c.rt
         try:
-            proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if want_in else
-                                    subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)
+            with cl.lock:
+                if rt.stopped.is_set() and rt.deleting:
+                    raise OSError("the pod is being deleted")
+                proc = cl.spawn(c, argv, want_in)
+                rt.execs.add(proc)
         except OSError as e:
-            ws.send_binary(b"\x03" + json.dumps(status(500, "InternalError", "exec: %s" %
-                                                       e)).encode())
+            ws.send_binary(b"\x03" + json.dumps({
+                "metadata": {}, "status": "Failure",
+                "message": "failed to exec in container: failed to start exec: OCI runtime "
+                           "exec failed: exec failed: unable to start container process: "
+                           "exec: \"%s\": %s: unknown" % (argv[0], e.strerror or e),
+                "reason": "InternalError", "code": 500}).encode())
             return ws.close()
 
         def pump(stream, ch):
             while True:
-                data = os.read(stream.fileno(), 65536)
+                try:
+                    data = stream.read1(65536)
+                except (OSError, ValueError):
+                    data = b""
                 if not data:
                     break
                 try:
                     ws.send_binary(bytes([ch]) + data)
                 except (Closed, OSError):
-                    break
+                    pass
         pumps = [threading.Thread(target=pump, args=(s, ch), daemon=True)
                  for s, ch in ((proc.stdout, 1), (proc.stderr, 2))]
         for t in pumps:
@@ -700,8 +1120,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         pass
         threading.Thread(target=reader, daemon=True).start()
         rc = proc.wait()
+        rt.execs.discard(proc)
         for t in pumps:
             t.join(5)
+        if rc < 0:
+            rc = 128 - rc
         if rc == 0:
             st = {"metadata": {}, "status": "Success"}
         else:

@@ -1,0 +1,155 @@
+"""kubesim checked against a real client: one kubesim per session, and a `kubectl` helper
+that runs the installed kubectl against it with a private HOME and discovery cache."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+KUBESIM = os.path.join(ROOT, "tests", "kubesim", "kubesim")
+IMAGES = ":".join([os.path.join(ROOT, "tests", "fixtures", "images"),
+                   os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")])
+KUBECTL = shutil.which("kubectl")
+
+
+class Kubesim:
+    def __init__(self, state):
+        self.state = state
+        self.stderr = open(os.path.join(state, "kubesim.stderr"), "w")
+        self.proc = subprocess.Popen(
+            [KUBESIM, "--port", "0", "--images", IMAGES, "--state", state],
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("https://"):
+            raise RuntimeError("kubesim did not print its URL: %r" % self.url)
+        u = urlparse(self.url)
+        self.host, self.port = u.hostname, u.port
+        self.kubeconfig = os.path.join(state, "kubeconfig")
+        self.token = self.read("token")
+        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "ca.crt"))
+        self.home = os.path.join(state, "home")
+        os.makedirs(self.home)
+
+    def read(self, name):
+        with open(os.path.join(self.state, name)) as f:
+            return f.read().strip()
+
+    def api(self, method, path, body=None, token=None):
+        """(status, decoded JSON or text) of one request with the admin token."""
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=10)
+        headers = {"Authorization": "Bearer " + (token or self.token)}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        conn.close()
+        try:
+            return resp.status, json.loads(text)
+        except ValueError:
+            return resp.status, text
+
+    def ok(self, method, path, body=None):
+        code, obj = self.api(method, path, body)
+        assert code < 300, "%s %s: %d %s" % (method, path, code, obj)
+        return obj
+
+    def pod(self, name, ns="default"):
+        code, obj = self.api("GET", "/api/v1/namespaces/%s/pods/%s" % (ns, name))
+        return obj if code == 200 else None
+
+    def create_pod(self, pod, ns="default"):
+        return self.ok("POST", "/api/v1/namespaces/%s/pods" % ns, pod)
+
+    def wait_pod(self, name, cond, timeout=15, what="condition"):
+        deadline = time.monotonic() + timeout
+        p = None
+        while time.monotonic() < deadline:
+            p = self.pod(name)
+            if p is not None and cond(p):
+                return p
+            time.sleep(0.03)
+        raise AssertionError("pod %s: %s not reached; last: %s" % (
+            name, what, json.dumps(p and p.get("status"), indent=1)))
+
+    def wait_phase(self, name, *phases, timeout=15):
+        return self.wait_pod(name, lambda p: p["status"].get("phase") in phases, timeout,
+                             "phase in %s" % (phases,))
+
+    def reset(self):
+        self.ok("POST", "/kubesim/reset")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def sim():
+    if KUBECTL is None:
+        pytest.fail("kubectl is not installed (these tests check kubesim against it)")
+    state = tempfile.mkdtemp(prefix="kubesim-kubectl-")
+    s = Kubesim(state)
+    yield s
+    s.stop()
+    with open(os.path.join(state, "kubesim.stderr")) as f:
+        log = f.read()
+    shutil.rmtree(state, ignore_errors=True)
+    assert "Traceback" not in log, "kubesim raised:\n" + log
+
+
+@pytest.fixture
+def ks(sim):
+    """The session's kubesim, reset (no pods, templates or faults) before the test."""
+    sim.reset()
+    yield sim
+
+
+@pytest.fixture
+def kubectl(sim):
+    """kubectl(*args, input=bytes, kubeconfig=path, timeout=s) -> CompletedProcess (bytes)."""
+    def run(*args, input=None, kubeconfig=None, timeout=30, check=False):
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": sim.home,
+               "KUBECONFIG": kubeconfig or sim.kubeconfig,
+               "KUBECACHEDIR": os.path.join(sim.home, "cache")}
+        r = subprocess.run([KUBECTL] + list(args), input=input, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        if check:
+            assert r.returncode == 0, "kubectl %s: rc %d\n%s" % (
+                " ".join(args), r.returncode, r.stderr.decode())
+        return r
+    return run
+
+
+@pytest.fixture
+def kubectl_bg(sim):
+    """Starts kubectl in the background (for -w); killed after the test."""
+    procs = []
+
+    def start(*args):
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": sim.home,
+               "KUBECONFIG": sim.kubeconfig, "KUBECACHEDIR": os.path.join(sim.home, "cache")}
+        p = subprocess.Popen([KUBECTL] + list(args), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        procs.append(p)
+        return p
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
