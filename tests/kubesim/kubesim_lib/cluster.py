@@ -241,6 +241,7 @@ class Cluster:
         self.pods = {}        # (ns, name) -> pod dict
         self.runtimes = {}    # (ns, name) -> PodRuntime
         self.templates = {}   # (ns, name) -> podtemplate dict
+        self.netpols = {}     # (ns, name) -> NetworkPolicy dict (stored only)
         self.events = []      # (rv, type, ns, kind, obj)
         self.oldest_rv = 1
         self.tmp = tempfile.mkdtemp(prefix="kubesim-pods-")
@@ -487,6 +488,7 @@ class Cluster:
                 self._remove(*key)
             for (ns, name), t in list(self.templates.items()):
                 self.delete_template(ns, name)
+            self.netpols.clear()
 
     def shutdown(self):
         self.reset()

@@ -5,6 +5,7 @@ import copy
 import datetime
 import http.server
 import json
+import uuid
 import re
 import socketserver
 import ssl
@@ -31,7 +32,7 @@ READ = {"get", "list", "watch"}
 RULES = {  # role -> {(resource, subresource): verbs}; None = everything
     "admin": None,
     "readonly": {("pods", ""): READ, ("pods", "log"): {"get"}, ("podtemplates", ""): READ,
-                 ("namespaces", ""): READ},
+                 ("namespaces", ""): READ, ("networkpolicies", ""): {"get", "list"}},
     "none": {},
 }
 
@@ -272,6 +273,10 @@ API_RESOURCES = {
          "kind": "Namespace", "verbs": ["get", "list"], "shortNames": ["ns"]},
     ]}
 GROUPS = {
+    "networking.k8s.io": [{"name": "networkpolicies", "singularName": "networkpolicy",
+                           "namespaced": True, "kind": "NetworkPolicy",
+                           "verbs": ["create", "delete", "get", "list"],
+                           "shortNames": ["netpol"]}],
     "authorization.k8s.io": [{"name": "selfsubjectaccessreviews", "singularName":
                               "selfsubjectaccessreview", "namespaced": False,
                               "kind": "SelfSubjectAccessReview", "verbs": ["create"]}],
@@ -463,6 +468,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_status(code, reason, "injected fault: %d %s" % (code, reason),
                                     headers=hdrs)
         self.role, self.user = ident
+        m = re.match(r"^/apis/networking\.k8s\.io/v1/namespaces/([^/]+)/networkpolicies"
+                     r"(?:/([^/]+))?$", path)
+        if m:
+            return self.networkpolicies(method, m.group(1), m.group(2), body)
         if self.nonresource(method, path, body):
             return
         m = re.match(r"^/api/v1/(?:namespaces/([^/]+)/)?(pods|podtemplates)"
@@ -513,6 +522,52 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "get" if name else "list"
         return {"POST": "create", "PUT": "update", "PATCH": "patch",
                 "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+
+    def networkpolicies(self, method, ns, name, body):
+        """networking.k8s.io/v1 NetworkPolicies: stored only (kubesim has no network), so that
+        `krmpod doctor` and kubectl can read what an admin created."""
+        verb = self.verb(method, name, "")
+        if not allowed(self.role, verb, "networkpolicies"):
+            return self.forbid(self.user, verb, "networkpolicies", "", ns, name)
+        store = self.server.cluster.netpols
+        if method == "GET" and name is None:
+            items = [copy.deepcopy(o) for (n, _), o in sorted(store.items()) if n == ns]
+            return self.send_json(200, {"kind": "NetworkPolicyList",
+                                        "apiVersion": "networking.k8s.io/v1",
+                                        "metadata": {"resourceVersion": "1"}, "items": items})
+        if method == "GET":
+            obj = store.get((ns, name))
+            if obj is None:
+                return self.send_status(404, "NotFound", "networkpolicies.networking.k8s.io "
+                                        "\"%s\" not found" % name,
+                                        {"name": name, "group": "networking.k8s.io",
+                                         "kind": "networkpolicies"})
+            return self.send_json(200, obj)
+        if method == "POST" and name is None:
+            obj = self.parse_body(body, "NetworkPolicy")
+            if obj is None:
+                return
+            md = obj.setdefault("metadata", {})
+            key = (ns, md.get("name"))
+            if not md.get("name"):
+                return self.send_status(422, "Invalid", "NetworkPolicy.networking.k8s.io "
+                                        "\"\" is invalid: metadata.name: Required value")
+            if key in store:
+                return self.send_status(409, "AlreadyExists", "networkpolicies.networking.k8s.io "
+                                        "\"%s\" already exists" % md["name"])
+            md["namespace"] = ns
+            md.setdefault("uid", str(uuid.uuid4()))
+            obj["kind"], obj["apiVersion"] = "NetworkPolicy", "networking.k8s.io/v1"
+            store[key] = obj
+            return self.send_json(201, obj)
+        if method == "DELETE" and name is not None:
+            obj = store.pop((ns, name), None)
+            if obj is None:
+                return self.send_status(404, "NotFound", "networkpolicies.networking.k8s.io "
+                                        "\"%s\" not found" % name)
+            return self.send_json(200, obj)
+        return self.send_status(405, "MethodNotAllowed", "the server does not allow this "
+                                "method on the requested resource")
 
     def nonresource(self, method, path, body):
         """Discovery, version, health, OpenAPI, access reviews: handled here (True) or not."""

@@ -1,0 +1,84 @@
+"""`krmpod doctor`: permissions through SelfSubjectAccessReview and whether the namespace's
+NetworkPolicies really isolate function pods."""
+import os
+import subprocess
+
+import yaml
+
+from conftest import KRMPOD_BIN, ROOT, base_env, in_cluster_env
+
+POLICIES = os.path.join(ROOT, "manifests", "functions", "networkpolicies.yaml")
+
+
+def doctor(env):
+    return subprocess.run([KRMPOD_BIN, "doctor"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60)
+
+
+def install_policies(kubesim):
+    for doc in yaml.safe_load_all(open(POLICIES)):
+        doc["metadata"].pop("namespace", None)
+        kubesim.control("POST", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+                        doc)
+
+
+def test_without_policies_isolation_is_only_on_paper(kubesim):
+    r = doctor(base_env(kubesim))
+    out = r.stdout.decode()
+    assert r.returncode == 1, out + r.stderr.decode()
+    assert "[FAIL] no NetworkPolicy in default selects function pods with " \
+           "krmpod.dev/network=none: their network isolation is only on paper" in out, out
+    # the admin's client certificate may do everything
+    assert "[ok  ] permission pods create in namespace default" in out, out
+    assert "[ok  ] permission pods/attach create in namespace default" in out
+
+
+def test_with_the_installed_policies(kubesim):
+    install_policies(kubesim)
+    r = doctor(base_env(kubesim))
+    out = r.stdout.decode()
+    assert r.returncode == 0, out
+    assert "[ok  ] function pods with krmpod.dev/network=none: no ingress, no egress " \
+           "(krmpod-deny-all)" in out, out
+    assert "functions that ask for network are refused (KRMPOD_ALLOW_NETWORK is false)" in out
+    assert "doctor: 0 failed" in out
+    r = doctor(base_env(kubesim, KRMPOD_ALLOW_NETWORK="true"))
+    out = r.stdout.decode()
+    assert r.returncode == 0, out
+    assert "function pods with krmpod.dev/network=granted: egress by the allowance's rules " \
+           "(policies: krmpod-deny-all, krmpod-network-granted)" in out, out
+
+
+def test_an_allow_all_policy_is_reported(kubesim):
+    install_policies(kubesim)
+    kubesim.control("POST", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-everything"},
+        "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{}]}})
+    r = doctor(base_env(kubesim))
+    out = r.stdout.decode()
+    assert r.returncode == 1
+    assert "[FAIL] function pods with krmpod.dev/network=none are not fully isolated: ingress " \
+           "closed, egress partly allowed" in out, out
+    assert "allow-everything" in out
+
+
+def test_missing_permissions_are_named(kubesim, tmp_path):
+    ro = open(kubesim.state + "/token-readonly").read().strip()
+    r = doctor(in_cluster_env(kubesim, tmp_path, ro))
+    out = r.stdout.decode()
+    assert r.returncode == 1, out
+    assert "[FAIL] permission pods create in namespace default is missing" in out, out
+    assert "[ok  ] permission pods get in namespace default" in out, out
+    # the read-only role may list NetworkPolicies: the (missing) policies are still reported
+    assert "only on paper" in out
+
+
+def test_weak_template_is_reported(kubesim, tmp_path):
+    install_policies(kubesim)
+    t = tmp_path / "t.yaml"
+    t.write_text("spec:\n  hostNetwork: true\n")
+    r = doctor(base_env(kubesim, KRMPOD_POD_TEMPLATE=str(t)))
+    out = r.stdout.decode()
+    assert r.returncode == 1
+    assert "[FAIL] KRMPOD_POD_TEMPLATE file %s: spec.hostNetwork is true" % t in out, out
