@@ -4,19 +4,18 @@ network with in-cluster credentials."""
 import json
 import os
 import shutil
-import signal
-import ssl
 import subprocess
+import sys
 import tarfile
 import tempfile
-import http.client
-from urllib.parse import urlparse
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kubesim"))
+from kubesim_lib import testing  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
-KUBESIM = os.path.join(ROOT, "tests", "kubesim", "kubesim")
 IMAGES = os.path.join(ROOT, "tests", "fixtures", "images")
 IMAGE = os.environ.get("KRMPOD_IMAGE", "krmpod:local")
 BASE_IMAGE = os.environ.get("KRMPOD_KUSTOMIZE_BASE_IMAGE", "krmpod-local/kustomize-standin:1")
@@ -113,55 +112,10 @@ def layout():
     return Layout(members, contents)
 
 
-class Kubesim:
-    """tests/kubesim/kubesim on 127.0.0.1 (its certificate carries the IP SAN 127.0.0.1)."""
-
-    def __init__(self, state):
-        self.state = state
-        self.proc = subprocess.Popen(
-            [KUBESIM, "--port", "0", "--images", IMAGES, "--state", state],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(state, "kubesim.stderr"), "w"),
-            text=True)
-        self.url = self.proc.stdout.readline().strip()
-        if not self.url.startswith("https://"):
-            raise RuntimeError("kubesim did not print its URL: %r" % self.url)
-        u = urlparse(self.url)
-        self.host, self.port = u.hostname, u.port
-        self.token = open(os.path.join(state, "token")).read().strip()
-        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "ca.crt"))
-
-    def control(self, method, path):
-        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=10)
-        conn.request(method, path, headers={"Authorization": "Bearer " + self.token})
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        conn.close()
-        if resp.status >= 300:
-            raise RuntimeError("kubesim %s %s: %d %s" % (method, path, resp.status, text))
-        return json.loads(text) if text else None
-
-    def pods(self):
-        return self.control("GET", "/kubesim/pods")["pods"]
-
-    def reset(self):
-        self.control("POST", "/kubesim/reset")
-
-    def requests(self):
-        with open(os.path.join(self.state, "requests.log")) as f:
-            return f.read().splitlines()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 @pytest.fixture(scope="session")
 def kubesim_session():
     state = tempfile.mkdtemp(prefix="krmpod-image-")
-    sim = Kubesim(state)
+    sim = testing.Kubesim(state, IMAGES)
     yield sim
     sim.stop()
     shutil.rmtree(state, ignore_errors=True)

@@ -1,63 +1,31 @@
 """kubesim checked against a real client: one kubesim per session, and a `kubectl` helper
 that runs the installed kubectl against it with a private HOME and discovery cache."""
-import http.client
 import json
 import os
 import shutil
-import signal
-import ssl
 import subprocess
+import sys
 import tempfile
 import time
-from urllib.parse import urlparse
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kubesim"))
+from kubesim_lib import testing  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-KUBESIM = os.path.join(ROOT, "tests", "kubesim", "kubesim")
 IMAGES = ":".join([os.path.join(ROOT, "tests", "fixtures", "images"),
                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")])
 KUBECTL = shutil.which("kubectl")
 
 
-class Kubesim:
+class Kubesim(testing.Kubesim):
+    """The shared harness plus a private kubectl HOME and pod helpers."""
+
     def __init__(self, state):
-        self.state = state
-        self.stderr = open(os.path.join(state, "kubesim.stderr"), "w")
-        self.proc = subprocess.Popen(
-            [KUBESIM, "--port", "0", "--images", IMAGES, "--state", state],
-            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
-        self.url = self.proc.stdout.readline().strip()
-        if not self.url.startswith("https://"):
-            raise RuntimeError("kubesim did not print its URL: %r" % self.url)
-        u = urlparse(self.url)
-        self.host, self.port = u.hostname, u.port
-        self.kubeconfig = os.path.join(state, "kubeconfig")
-        self.token = self.read("token")
-        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "ca.crt"))
+        super().__init__(state, IMAGES)
         self.home = os.path.join(state, "home")
         os.makedirs(self.home)
-
-    def read(self, name):
-        with open(os.path.join(self.state, name)) as f:
-            return f.read().strip()
-
-    def api(self, method, path, body=None, token=None):
-        """(status, decoded JSON or text) of one request with the admin token."""
-        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=10)
-        headers = {"Authorization": "Bearer " + (token or self.token)}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        conn.close()
-        try:
-            return resp.status, json.loads(text)
-        except ValueError:
-            return resp.status, text
 
     def ok(self, method, path, body=None):
         code, obj = self.api(method, path, body)
@@ -85,18 +53,6 @@ class Kubesim:
     def wait_phase(self, name, *phases, timeout=15):
         return self.wait_pod(name, lambda p: p["status"].get("phase") in phases, timeout,
                              "phase in %s" % (phases,))
-
-    def reset(self):
-        self.ok("POST", "/kubesim/reset")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr.close()
 
 
 @pytest.fixture(scope="session")

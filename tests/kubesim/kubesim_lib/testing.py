@@ -1,0 +1,87 @@
+"""The test suites' handle on a kubesim process (tests/integration, tests/kubesim_tests,
+tests/image, bench): start it, reach its control API, reset it between tests, stop it."""
+import http.client
+import json
+import os
+import signal
+import ssl
+import subprocess
+from urllib.parse import urlparse
+
+KUBESIM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kubesim")
+
+
+class Kubesim:
+    """tests/kubesim/kubesim on 127.0.0.1 with its state (kubeconfigs, tokens, CA, request
+    log) in `state`. `images` is a `:`-separated list of fixture directories."""
+
+    def __init__(self, state, images):
+        self.state = state
+        self.stderr = open(os.path.join(state, "kubesim.stderr"), "w")
+        self.proc = subprocess.Popen(
+            [KUBESIM, "--port", "0", "--images", images, "--state", state],
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("https://"):
+            raise RuntimeError("kubesim did not print its URL: %r (see %s/kubesim.stderr)"
+                               % (self.url, state))
+        u = urlparse(self.url)
+        self.host, self.port = u.hostname, u.port
+        self.kubeconfig = os.path.join(state, "kubeconfig")
+        self.token = self.read("token")
+        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "ca.crt"))
+
+    def read(self, name):
+        with open(os.path.join(self.state, name)) as f:
+            return f.read().strip()
+
+    def api(self, method, path, body=None, token=None):
+        """(status, decoded JSON or text) of one request, with the admin token by default."""
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=10)
+        headers = {"Authorization": "Bearer " + (token or self.token)}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        conn.close()
+        try:
+            return resp.status, json.loads(text) if text else None
+        except ValueError:
+            return resp.status, text
+
+    def control(self, method, path, body=None):
+        """A request that must succeed; returns the decoded answer."""
+        code, obj = self.api(method, path, body)
+        if code >= 300:
+            raise RuntimeError("kubesim %s %s: %d %s" % (method, path, code, obj))
+        return obj
+
+    def faults(self, **faults):
+        self.control("PUT", "/kubesim/faults", faults)
+
+    def pods(self):
+        """Every pod, as [{namespace, name, phase}]."""
+        return self.control("GET", "/kubesim/pods")["pods"]
+
+    def api_pods(self, namespace="default"):
+        """The pods as the API lists them (full objects)."""
+        return self.control("GET", "/api/v1/namespaces/%s/pods" % namespace)["items"]
+
+    def reset(self):
+        self.control("POST", "/kubesim/reset")
+
+    def requests(self):
+        with open(os.path.join(self.state, "requests.log")) as f:
+            return f.read().splitlines()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
