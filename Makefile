@@ -101,7 +101,11 @@ test: lint unit kubesim-test manifests-test e2e-selftest integration
 demo: test-deps build/krmpod
 	scripts/demo.sh
 
-bench: test-deps build/krmpod
+build/bench/measure: bench/measure.c
+	@mkdir -p $(@D)
+	gcc -O2 -Wall -Wextra -Werror -o $@ $<
+
+bench: test-deps build/krmpod build/bench/measure
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
 
 lint: test-deps

@@ -522,6 +522,11 @@ void kube_client_free(struct kube_client *c)
 	free(c);
 }
 
+void kube_client_wakeup(struct kube_client *c)
+{
+	curl_multi_wakeup(c->multi); /* thread-safe (libcurl docs) */
+}
+
 void kube_client_set_cancel(struct kube_client *c, volatile sig_atomic_t *flag)
 {
 	c->cancel = flag;

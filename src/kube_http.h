@@ -44,6 +44,10 @@ DEFINE_CLEANUP_FUNC(kube_client, struct kube_client, kube_client_free)
  * (deleting the pod after SIGTERM). */
 void kube_client_set_cancel(struct kube_client *c, volatile sig_atomic_t *flag);
 
+/* Wakes the client's transfer loop at once (from any thread), so that a cancel flag set just
+ * before is seen now instead of at the end of the current 50 ms slice. */
+void kube_client_wakeup(struct kube_client *c);
+
 /* Absolute deadline (CLOCK_MONOTONIC, ms; 0 = none) after which requests and retry waits
  * fail with ERR_TIMEOUT. */
 void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ms);
