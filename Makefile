@@ -80,7 +80,7 @@ kubesim-test: test-deps
 	$(PYTHON) -m pytest -q tests/kubesim_tests
 
 # manifests/ (rendered with kubectl kustomize) and the Helm values agree with the design.
-manifests-test: test-deps
+manifests-test: test-deps build/krmpod
 	$(PYTHON) -m pytest -q tests/manifests
 
 # The kind scripts cannot run here (no kind, no registry): bash -n, shellcheck, and every
