@@ -90,9 +90,11 @@ e2e-selftest: test-deps
 	bash e2e/selftest.sh
 
 # Integration tests drive the built binaries with real kustomize (kubectl kustomize) against
-# kubesim: first the ASan build, then the static binary.
-integration: test-deps build/asan/krmpod build/krmpod
+# kubesim: the ASan build, the glibc build under valgrind (test_valgrind.py), then the static
+# binary.
+integration: test-deps build/asan/krmpod build/krmpod build/glibc/krmpod
 	KRMPOD_BIN=$(CURDIR)/build/asan/krmpod $(PYTHON) -m pytest -q tests/integration
+	KRMPOD_VALGRIND=1 KRMPOD_BIN=$(CURDIR)/build/glibc/krmpod $(PYTHON) -m pytest -q tests/integration/test_valgrind.py
 	KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 
 test: lint unit kubesim-test manifests-test e2e-selftest integration
