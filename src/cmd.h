@@ -24,6 +24,9 @@ int cmd_init(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_discover(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod doctor`: cluster-side preflight report on stdout; exit 1 when a check failed. */
 int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err);
+/* `krmpod unpack DIR`: inside a function pod, receives its mounts (a tar on stdin) into
+ * DIR. argv[0] is "unpack". */
+int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod version`. */
 int cmd_version(int argc, char **argv, int *exit_code, struct err **err);
 

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "log.h"
+#include "size_limits.h"
 #include "xalloc.h"
 
 struct flag {
@@ -206,14 +208,109 @@ static int h_pull(struct fn_request *req, const char *flag, const char *value,
 	return 0;
 }
 
+/* A container path for a mount target: absolute, no "." or ".." component, not "/". */
+static bool target_ok(const char *t)
+{
+	if (t[0] != '/' || t[1] == '\0' || strlen(t) >= LIMIT_MOUNT_PATH)
+		return false;
+	for (const char *p = t; *p;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+/* Parses readonly/ro's optional value. */
+static int parse_ro(const char *flag, const char *value, const char *v, bool *out, struct err **err)
+{
+	if (v == NULL || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+		*out = true;
+	else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+		*out = false;
+	else
+		return err_set(err, ERR_USAGE, "%s %s: readonly=%s: expected true or false", flag,
+		               value, v);
+	return 0;
+}
+
+/* --mount type=bind|tmpfs,source=ABS,target=DST[,readonly]: what kustomize builds from a
+ * function's `mounts` (kyaml runtimeutil.StorageMount.String()). */
 static int h_mount(struct fn_request *req, const char *flag, const char *value,
                    char *const *environ_, struct err **err)
 {
-	(void)req, (void)environ_;
-	return err_set(err, ERR_USAGE,
-	               "%s %s: mounts are not supported yet by krmpod; remove the function's "
-	               "mounts (storageMounts) or run it with docker",
-	               flag, value);
+	(void)environ_;
+	if (req->n_mounts >= LIMIT_MOUNTS)
+		return err_set(err, ERR_USAGE, "%s %s: more than %d mounts", flag, value,
+		               LIMIT_MOUNTS);
+	struct fn_mount m = {.type = FN_MOUNT_BIND};
+	cleanup_free char *copy = xstrdup(value);
+	const char *type = NULL, *source = NULL, *target = NULL;
+	char *save = NULL;
+	for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		const char *v = eq ? eq + 1 : NULL;
+		if (eq)
+			*eq = '\0';
+		if (strcmp(kv, "type") == 0 && v) {
+			type = v;
+		} else if ((strcmp(kv, "source") == 0 || strcmp(kv, "src") == 0) && v) {
+			source = v;
+		} else if ((strcmp(kv, "target") == 0 || strcmp(kv, "destination") == 0 ||
+		            strcmp(kv, "dst") == 0) &&
+		           v) {
+			target = v;
+		} else if (strcmp(kv, "readonly") == 0 || strcmp(kv, "ro") == 0) {
+			if (parse_ro(flag, value, v, &m.readonly, err) < 0)
+				return -1;
+		} else {
+			return err_set(err, ERR_USAGE,
+			               "%s %s: unsupported mount option \"%s\" (krmpod takes type, "
+			               "source, target and readonly, as kustomize writes them; a "
+			               "comma in a path cannot be passed)",
+			               flag, value, kv);
+		}
+	}
+	if (type == NULL)
+		return err_set(err, ERR_USAGE, "%s %s: type= is missing (bind or tmpfs)", flag,
+		               value);
+	if (strcmp(type, "tmpfs") == 0) {
+		m.type = FN_MOUNT_TMPFS; /* kustomize fills in a source; a tmpfs has none */
+	} else if (strcmp(type, "volume") == 0) {
+		return err_set(err, ERR_USAGE,
+		               "%s %s: named docker volumes cannot exist in a cluster: krmpod "
+		               "supports type=bind (files of the kustomization, copied into the "
+		               "pod) and type=tmpfs (an empty in-memory directory)",
+		               flag, value);
+	} else if (strcmp(type, "bind") != 0) {
+		return err_set(err, ERR_USAGE,
+		               "%s %s: mount type \"%s\" is not supported: krmpod supports "
+		               "type=bind and type=tmpfs",
+		               flag, value, type);
+	}
+	if (m.type == FN_MOUNT_BIND && (source == NULL || source[0] != '/'))
+		return err_set(err, ERR_USAGE,
+		               "%s %s: a bind mount needs an absolute source= (kustomize makes the "
+		               "function config's src absolute)",
+		               flag, value);
+	if (target == NULL || !target_ok(target))
+		return err_set(err, ERR_USAGE,
+		               "%s %s: target= must be an absolute path in the container, without "
+		               "\".\" or \"..\" components, and not \"/\"",
+		               flag, value);
+	for (size_t i = 0; i < req->n_mounts; i++)
+		if (strcmp(req->mounts[i].target, target) == 0)
+			return err_set(err, ERR_USAGE, "%s %s: target %s is already used by %s %s",
+			               flag, value, target, flag, req->mounts[i].spec);
+	m.source = m.type == FN_MOUNT_BIND ? xstrdup(source) : NULL;
+	m.target = xstrdup(target);
+	m.spec = xstrdup(value);
+	req->mounts = xrealloc(req->mounts, (req->n_mounts + 1) * sizeof(*req->mounts));
+	req->mounts[req->n_mounts++] = m;
+	return 0;
 }
 
 static const struct flag flags[] = {
@@ -249,7 +346,8 @@ static int unknown_flag(const char *arg, struct err **err)
 {
 	return err_set(err, ERR_USAGE,
 	               "unknown flag %s: krmpod's docker shim accepts only the flags kustomize and "
-	               "kpt use (--rm, -i, -a, --network, --user, --security-opt, -e, --pull)",
+	               "kpt use (--rm, -i, -a, --network, --user, --security-opt, -e, --pull, "
+	               "--mount)",
 	               arg);
 }
 

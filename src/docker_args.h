@@ -6,7 +6,10 @@
  *   -u/--user nobody|UID[:GID] (UID > 0), --security-opt no-new-privileges,
  *   -e/--env K=V or NAME (NAME takes its value from `environ`; an unset NAME is left out,
  *   as docker does), --pull always|missing|never.
- *   --mount: rejected (mounts are not supported yet).
+ *   --mount type=bind|tmpfs,source=ABS,target=DST[,readonly] (kustomize's storage mounts;
+ *   type=volume and anything else is ERR_USAGE naming the flag; targets must be absolute and
+ *   distinct; at most LIMIT_MOUNTS). Only parsed here: the sources are checked when the
+ *   function runs (mounts.h).
  *   Anything else: ERR_USAGE naming the flag.
  * The first non-flag argument is the image; the rest are the container's arguments.
  */

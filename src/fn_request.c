@@ -15,5 +15,11 @@ void fn_request_clear(struct fn_request *req)
 		free(req->env[i].value);
 	}
 	free(req->env);
+	for (size_t i = 0; i < req->n_mounts; i++) {
+		free(req->mounts[i].source);
+		free(req->mounts[i].target);
+		free(req->mounts[i].spec);
+	}
+	free(req->mounts);
 	memset(req, 0, sizeof(*req));
 }

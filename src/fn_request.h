@@ -18,6 +18,21 @@ struct fn_env {
 	char *value;
 };
 
+/* One --mount (docs/levels.md, "Level 2: mounts"). Named docker volumes are refused when
+ * the flag is parsed: they cannot exist in a cluster. */
+enum fn_mount_type {
+	FN_MOUNT_BIND = 0, /* a file or directory of the kustomization, copied into the pod */
+	FN_MOUNT_TMPFS,    /* an empty in-memory directory (emptyDir medium Memory) */
+};
+
+struct fn_mount {
+	enum fn_mount_type type;
+	char *source; /* bind: the absolute source path as given; NULL for tmpfs */
+	char *target; /* absolute path in the function container */
+	bool readonly;
+	char *spec; /* the flag's value as given, to name the mount in messages */
+};
+
 struct fn_request {
 	char *image;
 	char **args; /* arguments after the image (the container's args), n_args of them */
@@ -28,7 +43,9 @@ struct fn_request {
 	enum fn_pull pull;
 	long run_as_user; /* from --user: 65534 for "nobody" or when absent */
 	long run_as_group;
-	bool want_stdin; /* -i / -a STDIN */
+	bool want_stdin;         /* -i / -a STDIN */
+	struct fn_mount *mounts; /* --mount flags, in the order given (index = volume number) */
+	size_t n_mounts;
 };
 
 void fn_request_clear(struct fn_request *req);

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "cleanup.h"
+#include "fn_mounts.h"
 #include "json.h"
 #include "kube_attach.h"
 #include "kube_http.h"
@@ -19,9 +20,6 @@
 #include "size_limits.h"
 #include "xalloc.h"
 
-/* How long an ErrImagePull may last before we call it final (kubelet turns it into
- * ImagePullBackOff after its first retry; transient registry errors recover). */
-#define IMAGE_PULL_GRACE_MS 5000
 /* Bytes of attach output kept to de-duplicate the pre-attach log snapshot. */
 #define OVERLAP_WINDOW (64u << 10)
 /* Time allowed for deleting the pod after everything else, including after a signal. */
@@ -95,6 +93,7 @@ static int create_pod(struct run *r, struct err **err)
 	cleanup_buf struct buf body;
 	buf_init(&body, 0);
 	pod_spec_build(r->req, r->s, &body);
+	log_debug("pod spec: %s", body.data);
 	cleanup_free char *path =
 	        xasprintf("/api/v1/namespaces/%s/pods?fieldValidation=Strict", r->ns);
 	for (int attempt = 0;; attempt++) {
@@ -131,27 +130,6 @@ static int start_failure(struct run *r, const struct pod_state *st, struct err *
 	        r->pod, st->c_reason, st->c_message[0] ? st->c_message : "(no message)");
 	snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->c_reason);
 	return -1;
-}
-
-static bool waiting_is_fatal(const struct pod_state *st, int64_t *pull_since, int64_t now,
-                             int64_t *recheck_at)
-{
-	const char *why = st->c_reason;
-	if (strcmp(why, "InvalidImageName") == 0 ||
-	    strcmp(why, "CreateContainerConfigError") == 0 ||
-	    strcmp(why, "ErrImageNeverPull") == 0 || strcmp(why, "ImagePullBackOff") == 0 ||
-	    strcmp(why, "CreateContainerError") == 0 || strcmp(why, "RunContainerError") == 0)
-		return true;
-	if (strcmp(why, "ErrImagePull") == 0) {
-		if (*pull_since == 0)
-			*pull_since = now;
-		if (now - *pull_since >= IMAGE_PULL_GRACE_MS)
-			return true;
-		*recheck_at = *pull_since + IMAGE_PULL_GRACE_MS;
-		return false;
-	}
-	*pull_since = 0;
-	return false;
 }
 
 static int not_started(struct run *r, const struct pod_state *st, bool overall, struct err **err)
@@ -205,7 +183,7 @@ static int wait_started(struct run *r, struct pod_state *st, struct err **err)
 		int64_t until = min64(r->start_deadline, r->deadline);
 		int64_t recheck = 0;
 		if (st->generation > 0 && st->cstate == CS_WAITING &&
-		    waiting_is_fatal(st, &pull_since, now, &recheck))
+		    pod_waiting_is_fatal(st->c_reason, &pull_since, now, &recheck))
 			return start_failure(r, st, err);
 		if (recheck)
 			until = min64(until, recheck);
@@ -228,7 +206,8 @@ static int wait_started(struct run *r, struct pod_state *st, struct err **err)
 			return not_started(r, st, true, err);
 		if (now >= r->start_deadline)
 			return not_started(r, st, false, err);
-		if (st->cstate == CS_WAITING && waiting_is_fatal(st, &pull_since, now, &recheck))
+		if (st->cstate == CS_WAITING &&
+		    pod_waiting_is_fatal(st->c_reason, &pull_since, now, &recheck))
 			return start_failure(r, st, err);
 	}
 }
@@ -397,12 +376,40 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 	return 0;
 }
 
+/* Sends the bind mounts into the pod's `mounts` init container (fn_mounts.h). */
+static int deliver_mounts(struct run *r, const struct mount_plan *plan, struct err **err)
+{
+	struct fn_mounts_pod mp = {
+	        .cfg = r->cfg,
+	        .ns = r->ns,
+	        .pod = r->pod,
+	        .image = r->req->image,
+	        .helper_image = r->s->helper_image,
+	        .watch = r->watch,
+	        .cancel = r->io->cancel,
+	        .err_fd = r->io->err_fd,
+	        .deadline = r->deadline,
+	        .start_deadline = r->start_deadline,
+	};
+	struct fn_mounts_result res;
+	int rc = fn_mounts_deliver(&mp, plan, &res, err);
+	r->stream_requests += res.stream_requests;
+	r->start_deadline += res.transfer_ms; /* sending files is not starting the pod */
+	return rc;
+}
+
 static int run_pod(struct run *r, int *exit_code, struct err **err)
 {
+	/* Mounts are checked and measured before any pod exists. */
+	cleanup_mount_plan struct mount_plan *plan = NULL;
+	if (fn_mounts_prepare(r->req, r->s, &plan, err) < 0)
+		return -1;
 	if (create_pod(r, err) < 0)
 		return -1;
 	if (*r->io->cancel)
 		return cancelled(r, err);
+	if (plan && deliver_mounts(r, plan, err) < 0)
+		return -1;
 	struct pod_state st = {0};
 	if (wait_started(r, &st, err) < 0)
 		return -1;
@@ -476,7 +483,6 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
 	if (r.watch) {
 		pod_watch_wait(r.watch, 0, kube_now_ms(), NULL, &st, NULL);
 		watch_requests = pod_watch_requests(r.watch);
-		pod_watch_stop(r.watch);
 	}
 	if (r.pod) {
 		cleanup_err struct err *derr = NULL;
@@ -499,6 +505,9 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
 		         requests);
 		log_set_pod(NULL);
 	}
+	/* Stopped after the delete: joining the watch thread takes up to one 50 ms slice, which
+	 * the pod's deletion need not wait for. */
+	pod_watch_stop(r.watch);
 	free(r.pod);
 	kube_client_free(r.client);
 	return rc;

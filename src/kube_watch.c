@@ -128,8 +128,8 @@ static void decode_init(const struct json *statuses, struct pod_state *out)
 		const struct json *cs = json_at(statuses, i);
 		int code = 0;
 		char reason[64] = "", message[2048] = "";
-		enum container_state st = decode_cstate(cs, reason, sizeof(reason), message,
-		                                        sizeof(message), &code);
+		enum container_state st =
+		        decode_cstate(cs, reason, sizeof(reason), message, sizeof(message), &code);
 		if (st == CS_TERMINATED && code == 0)
 			continue;
 		copy_str(out->init_name, sizeof(out->init_name), json_str(json_get(cs, "name")));
@@ -615,6 +615,7 @@ void pod_watch_stop(struct pod_watch *w)
 	if (w == NULL)
 		return;
 	w->stop = 1;
+	kube_client_wakeup(w->client);
 	pthread_join(w->thread, NULL);
 	watch_free(w);
 }

@@ -32,6 +32,8 @@ static const struct role commands[] = {
         {"doctor", cmd_doctor, false,
          "doctor                            check permissions and NetworkPolicies in the "
          "functions namespace"},
+        {"unpack", cmd_unpack, false,
+         "unpack DIR < archive              inside function pods: receive the mounts into DIR"},
         {"version", cmd_version, false, "version                           print the version"},
 };
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "pod_mounts.h"
 #include "pod_template.h"
 #include "xalloc.h"
 
@@ -102,32 +103,33 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 	jw_obj_end(w);
 }
 
-/* The function container's volumeMounts: the PodTemplate's first container's. */
+/* The function container's volumeMounts: the PodTemplate's first container's, then those
+ * of the --mount flags (pod_mounts.h). */
 static void write_volume_mounts(struct jw *w, const struct fn_request *req,
                                 const struct settings *s)
 {
-	(void)req;
 	const struct json *tm = json_get(pod_template_container(s->template), "volumeMounts");
-	if (json_len(tm) == 0)
+	if (json_len(tm) == 0 && req->n_mounts == 0)
 		return;
 	jw_key(w, "volumeMounts");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < json_len(tm); i++)
 		json_write(w, json_at(tm, i));
+	pod_mounts_write_volume_mounts(w, req);
 	jw_arr_end(w);
 }
 
-/* The pod's volumes: the PodTemplate's. */
+/* The pod's volumes: the PodTemplate's, then those of the --mount flags. */
 static void write_volumes(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
-	(void)req;
 	const struct json *tv = json_path(s->template, "spec.volumes");
-	if (json_len(tv) == 0)
+	if (json_len(tv) == 0 && req->n_mounts == 0)
 		return;
 	jw_key(w, "volumes");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < json_len(tv); i++)
 		json_write(w, json_at(tv, i));
+	pod_mounts_write_volumes(w, req);
 	jw_arr_end(w);
 }
 
@@ -144,6 +146,23 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 			json_write(w, v);
 		}
 	}
+}
+
+void pod_spec_write_security_context(struct jw *w)
+{
+	jw_key(w, "securityContext");
+	jw_obj_begin(w);
+	jw_kv_bool(w, "allowPrivilegeEscalation", false);
+	jw_kv_bool(w, "privileged", false);
+	jw_kv_bool(w, "runAsNonRoot", true);
+	jw_key(w, "capabilities");
+	jw_obj_begin(w);
+	jw_key(w, "drop");
+	jw_arr_begin(w);
+	jw_str(w, "ALL");
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
 }
 
 static void write_container(struct jw *w, const struct fn_request *req, const struct settings *s)
@@ -186,19 +205,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	jw_kv_str(w, "memory", s->memory_limit);
 	jw_obj_end(w);
 	jw_obj_end(w);
-	jw_key(w, "securityContext");
-	jw_obj_begin(w);
-	jw_kv_bool(w, "allowPrivilegeEscalation", false);
-	jw_kv_bool(w, "privileged", false);
-	jw_kv_bool(w, "runAsNonRoot", true);
-	jw_key(w, "capabilities");
-	jw_obj_begin(w);
-	jw_key(w, "drop");
-	jw_arr_begin(w);
-	jw_str(w, "ALL");
-	jw_arr_end(w);
-	jw_obj_end(w);
-	jw_obj_end(w);
+	pod_spec_write_security_context(w);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	write_volume_mounts(w, req, s);
 	jw_obj_end(w);
@@ -234,6 +241,7 @@ void pod_spec_build(const struct fn_request *req, const struct settings *s, stru
 	jw_obj_end(&w);
 	jw_obj_end(&w);
 	write_template_spec(&w, s);
+	pod_mounts_write_init_containers(&w, req, s);
 	jw_key(&w, "containers");
 	jw_arr_begin(&w);
 	write_container(&w, req, s);

@@ -11,12 +11,16 @@
  * Annotation krmpod.dev/image records the full image. With an owner pod (downward API), an
  * ownerReference to it without blockOwnerDeletion, so function pods die with the
  * repo-server pod.
+ *
+ * --mount flags add emptyDir volumes, their volumeMounts and, for bind mounts, the `mounts`
+ * init container that receives the files (pod_mounts.h).
  */
 #ifndef KRMPOD_POD_SPEC_H
 #define KRMPOD_POD_SPEC_H
 
 #include "buf.h"
 #include "fn_request.h"
+#include "json.h"
 #include "settings.h"
 
 #define POD_CONTAINER_NAME   "fn"
@@ -28,6 +32,10 @@
 /* Writes the Pod as JSON into out (appending). Cannot fail: inputs were validated when they
  * were parsed. */
 void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out);
+
+/* Writes the container "securityContext" (no privilege escalation, not privileged,
+ * non-root, all capabilities dropped) that every container of a function pod gets. */
+void pod_spec_write_security_context(struct jw *w);
 
 /* The generateName prefix for an image: "krmpod-" + the image's last path segment without
  * tag/digest, lowercased, non-alphanumerics as '-', cut so the name stays ≤ 63 chars with

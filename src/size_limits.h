@@ -24,4 +24,15 @@
 /* A kustomization or function config file read by discover / init. */
 #define LIMIT_KUSTOMIZE_FILE (16u << 20)
 
+/* Mounts (docs/levels.md, "Level 2: mounts"); their bytes are capped by
+ * KRMPOD_MOUNT_MAX_BYTES. --mount flags of one function: */
+#define LIMIT_MOUNTS 32
+/* Files, directories and symlinks of one function's mounts (both when sending and when
+ * unpacking): */
+#define LIMIT_MOUNT_ENTRIES 100000
+/* One path inside a mount, and one symlink target: */
+#define LIMIT_MOUNT_PATH 4096
+/* One tar PAX extended header (path and linkpath records): */
+#define LIMIT_TAR_PAX (16u << 10)
+
 #endif

@@ -1,82 +1,43 @@
 """Integration-test harness: a kubesim per session, the krmpod binary under test
 (KRMPOD_BIN: the ASan build or the static one), real kustomize (`kubectl kustomize`), and the
 "no pod left behind" check after every test."""
-import json
 import os
+import sys
 import shutil
-import signal
-import ssl
 import subprocess
 import tempfile
 import time
-import http.client
-from urllib.parse import urlparse
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kubesim"))
+from kubesim_lib import testing  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-KUBESIM = os.path.join(ROOT, "tests", "kubesim", "kubesim")
 IMAGES = os.path.join(ROOT, "tests", "fixtures", "images")
 KRMPOD_BIN = os.environ.get("KRMPOD_BIN", os.path.join(ROOT, "build", "asan", "krmpod"))
 IS_ASAN = "/asan/" in KRMPOD_BIN
+# KRMPOD_HELPER_IMAGE for tests with mounts: kubesim runs it (its command `krmpod unpack
+# ...`) as tests/fixtures/krmpod-helper around KRMPOD_BIN, from a generated image directory.
+HELPER_IMAGE = "example.com/krmpod/krmpod:test"
 
 
-class Kubesim:
+def helper_image_dir(state):
+    """An --images directory with `krmpod`: the binary under test behind the path mapping of
+    tests/fixtures/krmpod-helper."""
+    d = os.path.join(state, "helper-images")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "krmpod")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nexec /usr/bin/python3 %s %s \"$@\"\n"
+                % (os.path.join(ROOT, "tests", "fixtures", "krmpod-helper"), KRMPOD_BIN))
+    os.chmod(path, 0o755)
+    return d
+
+
+class Kubesim(testing.Kubesim):
     def __init__(self, state):
-        self.state = state
-        self.proc = subprocess.Popen(
-            [KUBESIM, "--port", "0", "--images", IMAGES, "--state", state],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(state, "kubesim.stderr"), "w"),
-            text=True)
-        self.url = self.proc.stdout.readline().strip()
-        if not self.url.startswith("https://"):
-            raise RuntimeError("kubesim did not print its URL: %r" % self.url)
-        u = urlparse(self.url)
-        self.host, self.port = u.hostname, u.port
-        self.kubeconfig = os.path.join(state, "kubeconfig")
-        self.token = open(os.path.join(state, "token")).read().strip()
-        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "ca.crt"))
-
-    def control(self, method, path, body=None):
-        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=10)
-        headers = {"Authorization": "Bearer " + self.token}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        conn.close()
-        if resp.status >= 300:
-            raise RuntimeError("kubesim %s %s: %d %s" % (method, path, resp.status, text))
-        return json.loads(text) if text else None
-
-    def faults(self, **faults):
-        self.control("PUT", "/kubesim/faults", faults)
-
-    def pods(self):
-        got = self.control("GET", "/kubesim/pods")
-        return got.get("pods", got) if isinstance(got, dict) else got
-
-    def api_pods(self, namespace="default"):
-        """The pods as the API lists them (full objects)."""
-        return self.control("GET", "/api/v1/namespaces/%s/pods" % namespace)["items"]
-
-    def reset(self):
-        self.control("POST", "/kubesim/reset")
-
-    def requests(self):
-        path = os.path.join(self.state, "requests.log")
-        with open(path) as f:
-            return f.read().splitlines()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        super().__init__(state, IMAGES + ":" + helper_image_dir(state))
 
 
 @pytest.fixture(scope="session")

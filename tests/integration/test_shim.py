@@ -70,10 +70,15 @@ def test_unknown_flag_is_125_and_named(kubesim):
     assert kubesim.pods() == []
 
 
-def test_mount_is_refused_clearly(kubesim):
+def test_mounts_that_cannot_work_are_refused_clearly(kubesim):
+    # (working mounts: test_mounts.py)
     r = run_shim(kubesim, ["run", "--mount", "type=bind,source=/a,target=/b", "example.com/cat"])
     assert r.returncode == 125
-    assert b"--mount" in r.stderr and b"not supported yet" in r.stderr
+    assert b"--mount type=bind,source=/a,target=/b" in r.stderr, r.stderr
+    assert b"KRMPOD_HELPER_IMAGE is not set" in r.stderr, r.stderr
+    r = run_shim(kubesim, ["run", "--mount", "type=volume,source=/a,target=/b", "example.com/cat"])
+    assert r.returncode == 125
+    assert b"named docker volumes cannot exist in a cluster" in r.stderr, r.stderr
 
 
 def test_unknown_docker_command(kubesim):

@@ -74,6 +74,8 @@ EXPECTED_ENV = [
     {"name": "KRMPOD_NAMESPACE", "value": FUNCTIONS_NS},
     {"name": "KRMPOD_GENERATE_TIMEOUT", "value": "50s"},
     {"name": "KRMPOD_ALLOW_NETWORK", "value": "false"},
+    # the function pods' mounts helper: the sidecar's own image (kept equal under a pin)
+    {"name": "KRMPOD_HELPER_IMAGE", "value": IMAGE + ":latest"},
 ]
 
 EXPECTED_MOUNTS = [
@@ -304,10 +306,29 @@ def test_partial_deployment_names_only_krmpod_fields(rendered):
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 
+def helper_image(docs):
+    [value] = [e["value"] for e in sidecar(docs)["env"] if e["name"] == "KRMPOD_HELPER_IMAGE"]
+    return value
+
+
 def test_image_pin_by_digest_in_an_overlay_takes_effect(tmp_path):
     path = write_overlay(tmp_path, {"resources": [rel(MANIFESTS, tmp_path)],
                                     "images": [{"name": IMAGE, "digest": DIGEST}]})
-    assert sidecar(kustomize(path))["image"] == IMAGE + "@" + DIGEST
+    docs = kustomize(path)
+    assert sidecar(docs)["image"] == IMAGE + "@" + DIGEST
+    # the mounts helper is the same image: the pin reaches KRMPOD_HELPER_IMAGE too
+    assert helper_image(docs) == IMAGE + "@" + DIGEST
+
+
+def test_image_pin_by_tag_in_an_overlay_reaches_the_helper_image(tmp_path):
+    path = write_overlay(tmp_path, {"resources": [rel(MANIFESTS, tmp_path)],
+                                    "images": [{"name": IMAGE, "newTag": "v1.2.3"}]})
+    docs = kustomize(path)
+    assert sidecar(docs)["image"] == IMAGE + ":v1.2.3"
+    assert helper_image(docs) == IMAGE + ":v1.2.3"
+    # nothing else is taken for an image
+    assert [e for e in sidecar(docs)["env"] if e["name"] != "KRMPOD_HELPER_IMAGE"] == \
+        EXPECTED_ENV[:-1]
 
 
 def test_image_pin_by_digest_in_manifests_kustomization_takes_effect(tmp_path):
@@ -319,7 +340,9 @@ def test_image_pin_by_digest_in_manifests_kustomization_takes_effect(tmp_path):
     assert entry.pop("newTag") == "latest"
     entry["digest"] = DIGEST
     (copy / "kustomization.yaml").write_text(yaml.safe_dump(k))
-    assert sidecar(kustomize(str(copy)))["image"] == IMAGE + "@" + DIGEST
+    docs = kustomize(str(copy))
+    assert sidecar(docs)["image"] == IMAGE + "@" + DIGEST
+    assert helper_image(docs) == IMAGE + "@" + DIGEST
 
 
 # ---------------------------------------------------------------------------- merged into Argo CD
@@ -350,6 +373,18 @@ def test_component_adds_the_sidecar_and_keeps_argocd(merged):
     names = [v["name"] for v in spec["volumes"]]
     assert sorted(names) == sorted([v["name"] for v in upstream["volumes"]] +
                                    ["krmpod-tmp", "krmpod-token"])
+
+
+def test_component_image_pin_reaches_the_helper_image(tmp_path):
+    path = write_overlay(tmp_path, {
+        "namespace": ARGOCD_NS,
+        "resources": ["upstream.yaml"],
+        "components": [rel(os.path.join(MANIFESTS, "repo-server"), tmp_path)],
+        "images": [{"name": IMAGE, "digest": DIGEST}],
+    }, {"upstream.yaml": UPSTREAM_REPO_SERVER})
+    docs = kustomize(path)
+    assert sidecar(docs)["image"] == IMAGE + "@" + DIGEST
+    assert helper_image(docs) == IMAGE + "@" + DIGEST
 
 
 def test_token_is_mounted_in_the_sidecar_only(merged):

@@ -108,8 +108,23 @@ TEST(errors_name_the_flag)
 {
 	expect_usage(ARGV("--privileged", "img"), "unknown flag --privileged");
 	expect_usage(ARGV("-it", "img"), "unknown flag -t");
-	expect_usage(ARGV("--mount", "type=bind,source=/a,target=/b", "img"),
-	             "mounts are not supported yet");
+	expect_usage(ARGV("--mount", "type=volume,source=/k/myvol,target=/vol,readonly", "img"),
+	             "--mount type=volume,source=/k/myvol,target=/vol,readonly: named docker "
+	             "volumes cannot exist in a cluster");
+	expect_usage(ARGV("--mount", "type=bind,source=data,target=/d", "img"),
+	             "needs an absolute source=");
+	expect_usage(ARGV("--mount", "type=bind,source=/k/a b,x=y,target=/d", "img"),
+	             "unsupported mount option \"x\"");
+	expect_usage(ARGV("--mount", "type=bind,source=/k/a,target=/d/../etc", "img"),
+	             "target= must be an absolute path");
+	expect_usage(ARGV("--mount", "type=bind,source=/k/a,target=/", "img"),
+	             "target= must be an absolute path");
+	expect_usage(ARGV("--mount", "source=/k/a,target=/d", "img"), "type= is missing");
+	expect_usage(ARGV("--mount", "type=bind,source=/k/a,target=/d,readonly=maybe", "img"),
+	             "readonly=maybe");
+	expect_usage(ARGV("--mount", "type=bind,source=/k/a,target=/d", "--mount",
+	                  "type=tmpfs,target=/d", "img"),
+	             "target /d is already used by --mount type=bind,source=/k/a,target=/d");
 	expect_usage(ARGV("--network", "bridge", "img"), "--network bridge");
 	expect_usage(ARGV("--user", "root", "img"), "--user root");
 	expect_usage(ARGV("--user", "0", "img"), "never run as root");
@@ -119,6 +134,38 @@ TEST(errors_name_the_flag)
 	expect_usage(ARGV("-e"), "flag -e needs a value");
 	expect_usage(ARGV("--rm", "-i"), "no image given");
 	expect_usage(ARGV("-e", "=x", "img"), "variable name is empty");
+}
+
+TEST(mounts_as_kustomize_writes_them)
+{
+	struct fn_request req;
+	struct err *e = NULL;
+	/* kustomize 5.5: bind (readonly unless rw: true), tmpfs (with the kustomization dir as
+	 * a source it fills in itself). */
+	int rc = parse(&req, &e,
+	               ARGV("--mount", "type=bind,source=/k/app/data,target=/data,readonly",
+	                    "--mount=type=bind,source=/k/app/out,target=/out", "--mount",
+	                    "type=tmpfs,source=/k/app,target=/tmp,readonly", "--mount",
+	                    "type=bind,src=/k/app/x,dst=/x,ro=false", "img"));
+	CHECK_INT(rc, 0);
+	CHECK_INT(req.n_mounts, 4);
+	if (req.n_mounts == 4) {
+		CHECK_INT(req.mounts[0].type, FN_MOUNT_BIND);
+		CHECK_STR(req.mounts[0].source, "/k/app/data");
+		CHECK_STR(req.mounts[0].target, "/data");
+		CHECK(req.mounts[0].readonly);
+		CHECK_STR(req.mounts[0].spec, "type=bind,source=/k/app/data,target=/data,readonly");
+		CHECK(!req.mounts[1].readonly);
+		CHECK_STR(req.mounts[1].target, "/out");
+		CHECK_INT(req.mounts[2].type, FN_MOUNT_TMPFS);
+		CHECK(req.mounts[2].source == NULL);
+		CHECK(req.mounts[2].readonly);
+		CHECK_STR(req.mounts[3].source, "/k/app/x");
+		CHECK_STR(req.mounts[3].target, "/x");
+		CHECK(!req.mounts[3].readonly);
+	}
+	fn_request_clear(&req);
+	err_free(e);
 }
 
 TEST(version)
@@ -149,6 +196,7 @@ int main(void)
 	RUN(bare_env_unset_is_left_out);
 	RUN(later_env_replaces_earlier);
 	RUN(errors_name_the_flag);
+	RUN(mounts_as_kustomize_writes_them);
 	RUN(version);
 	return check_summary();
 }
