@@ -226,6 +226,12 @@ int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err)
 		else
 			line(&r, "ok", "pod template %s", s.pod_template);
 	}
+	if (s.helper_image)
+		line(&r, "ok", "mounts: helper image %s (KRMPOD_HELPER_IMAGE)", s.helper_image);
+	else
+		line(&r, "WARN",
+		     "KRMPOD_HELPER_IMAGE is not set: functions with mounts will be "
+		     "refused (set it to the sidecar's own image)");
 	check_permissions(&r, c, ns, &s);
 	check_network_policies(&r, c, ns, &s);
 	printf("doctor: %u failed, %u warnings\n", r.failed, r.warned);
