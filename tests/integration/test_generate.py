@@ -354,3 +354,42 @@ def test_per_function_resource_overrides(kubesim, tmp_path):
     r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_MAX_CPU_LIMIT="2"))
     assert r.returncode == 1 and b"krmpod.dev/memory-limit=lots is not a resource quantity" \
         in r.stderr, r.stderr
+
+
+def test_sidecar_renders_mounts_and_network_functions(kubesim, tmp_path):
+    """Issue 4's "done when", through generate as Argo CD runs it: a function that mounts a
+    directory of the repository and one that needs network (allowed by the admin) render
+    together; the network one gets the granted label, the mount arrives byte for byte."""
+    from conftest import HELPER_IMAGE
+    app = tmp_path / "app"
+    (app / "templates" / "sub").mkdir(parents=True)
+    (app / "templates" / "a.txt").write_text("alpha\n")
+    (app / "templates" / "sub" / "b.txt").write_text("beta\n")
+    (app / "kustomization.yaml").write_text(
+        "generators:\n- gen.yaml\ntransformers:\n- net.yaml\n")
+    (app / "gen.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gen\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n"
+        "        image: example.com/fns/read-mount:v1\n        mounts:\n"
+        "        - type: bind\n          src: ./templates\n          dst: /templates\n"
+        "data:\n  dirs: /templates\n  name: templates\n")
+    (app / "net.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: net\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n"
+        "        image: example.com/fns/add-label:v1\n        network: true\n"
+        "data:\n  key: fetched\n  value: \"yes\"\n")
+    env = cmp_env(kubesim, tmp_path, KRMPOD_HELPER_IMAGE=HELPER_IMAGE,
+                  KRMPOD_ALLOW_NETWORK="true", KRMPOD_LOG_LEVEL="debug")
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    out = r.stdout.decode()
+    assert "alpha" in out and "beta" in out, out
+    assert "fetched: \"yes\"" in out or "fetched: 'yes'" in out, out
+    specs = {s["metadata"]["annotations"]["krmpod.dev/image"]: s for s in pod_specs(r.stderr)}
+    net = specs["example.com/fns/add-label:v1"]
+    assert net["metadata"]["labels"]["krmpod.dev/network"] == "granted"
+    assert net["spec"]["hostNetwork"] is False
+    gen = specs["example.com/fns/read-mount:v1"]
+    assert gen["metadata"]["labels"]["krmpod.dev/network"] == "none"
+    assert [c["name"] for c in gen["spec"]["initContainers"]] == ["mounts"]
