@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
 import pytest
 
@@ -114,21 +113,13 @@ def layout():
 
 @pytest.fixture(scope="session")
 def kubesim_session():
-    state = tempfile.mkdtemp(prefix="krmpod-image-")
-    sim = testing.Kubesim(state, IMAGES)
-    yield sim
-    sim.stop()
-    shutil.rmtree(state, ignore_errors=True)
+    yield from testing.session("krmpod-image-", lambda state: testing.Kubesim(state, IMAGES))
 
 
 @pytest.fixture
 def kubesim(kubesim_session):
-    """A fresh kubesim; after the test, asserts that no pod is left behind."""
-    kubesim_session.reset()
-    yield kubesim_session
-    left = kubesim_session.pods()
-    kubesim_session.reset()
-    assert left == [], "pods left behind after the test: %r" % (left,)
+    """A kubesim with no faults; after the test, asserts that no pod is left behind."""
+    yield from testing.no_pods_left(kubesim_session)
 
 
 def world_readable_copy(src, dst):

@@ -3,7 +3,6 @@
 "no pod left behind" check after every test."""
 import os
 import sys
-import shutil
 import subprocess
 import tempfile
 import time
@@ -42,21 +41,13 @@ class Kubesim(testing.Kubesim):
 
 @pytest.fixture(scope="session")
 def kubesim_session():
-    state = tempfile.mkdtemp(prefix="krmpod-it-")
-    sim = Kubesim(state)
-    yield sim
-    sim.stop()
-    shutil.rmtree(state, ignore_errors=True)
+    yield from testing.session("krmpod-it-", Kubesim)
 
 
 @pytest.fixture
 def kubesim(kubesim_session):
     """A kubesim with no faults; after the test, asserts that no pod is left behind."""
-    kubesim_session.reset()
-    yield kubesim_session
-    left = kubesim_session.pods()
-    kubesim_session.reset()
-    assert left == [], "pods left behind after the test: %r" % (left,)
+    yield from testing.no_pods_left(kubesim_session)
 
 
 @pytest.fixture

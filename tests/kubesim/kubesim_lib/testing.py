@@ -85,3 +85,25 @@ class Kubesim:
             self.proc.kill()
             self.proc.wait()
         self.stderr.close()
+
+
+def session(prefix, factory):
+    """Body of a session fixture: a kubesim in a fresh state directory, stopped and removed
+    afterwards. factory(state) makes the Kubesim."""
+    import shutil
+    import tempfile
+    state = tempfile.mkdtemp(prefix=prefix)
+    sim = factory(state)
+    yield sim
+    sim.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def no_pods_left(sim):
+    """Body of a per-test fixture: resets the session's kubesim, runs the test, and asserts
+    that it left no pod behind."""
+    sim.reset()
+    yield sim
+    left = sim.pods()
+    sim.reset()
+    assert left == [], "pods left behind after the test: %r" % (left,)
