@@ -497,9 +497,10 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
 		}
 		unsigned requests =
 		        kube_client_requests(r.client) + r.stream_requests + watch_requests;
-		log_info("image=%s pod=%s scheduled=%lldms started=%lldms attached=%lldms "
+		/* The line's prefix names the pod (log_set_pod). */
+		log_info("image=%s scheduled=%lldms started=%lldms attached=%lldms "
 		         "finished=%lldms exit=%d requests=%u",
-		         req->image, r.pod, (long long)since(&r, st.t_scheduled),
+		         req->image, (long long)since(&r, st.t_scheduled),
 		         (long long)since(&r, st.t_running), (long long)since(&r, r.t_attached),
 		         (long long)since(&r, r.t_done ? r.t_done : kube_now_ms()), *exit_code,
 		         requests);
