@@ -27,6 +27,8 @@ int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod unpack DIR`: inside a function pod, receives its mounts (a tar on stdin) into
  * DIR. argv[0] is "unpack". */
 int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err);
+/* `krmpod gc [--dry-run] [--older-than D]`: deletes function pods no shim will delete. */
+int cmd_gc(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod version`. */
 int cmd_version(int argc, char **argv, int *exit_code, struct err **err);
 

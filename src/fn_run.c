@@ -439,22 +439,11 @@ static int delete_pod(struct run *r, struct err **err)
 {
 	kube_client_set_cancel(r->client, NULL);
 	kube_client_set_deadline(r->client, kube_now_ms() + DELETE_DEADLINE_MS);
-	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", r->ns, r->pod);
-	static const char body[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-	                           "\"gracePeriodSeconds\":0,\"propagationPolicy\":\"Background\"}";
-	long status = 0;
-	if (kube_request(r->client, "DELETE", path, "application/json", body, sizeof(body) - 1,
-	                 &status, NULL, err) < 0) {
-		if (status == 404) {
-			err_free(*err);
-			*err = NULL;
-			return 0;
-		}
+	if (kube_pod_delete(r->client, r->ns, r->pod, err) < 0)
 		return err_wrap(err,
 		                "delete pod %s/%s (it ends by itself after activeDeadlineSeconds; "
 		                "`krmpod gc` removes leftovers)",
 		                r->ns, r->pod);
-	}
 	return 0;
 }
 

@@ -522,6 +522,38 @@ void kube_client_free(struct kube_client *c)
 	free(c);
 }
 
+int kube_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err)
+{
+	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);
+	static const char body[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+	                           "\"gracePeriodSeconds\":0,\"propagationPolicy\":\"Background\"}";
+	long status = 0;
+	if (kube_request(c, "DELETE", path, "application/json", body, sizeof(body) - 1, &status,
+	                 NULL, err) < 0) {
+		if (status != 404)
+			return -1;
+		err_free(*err);
+		*err = NULL;
+	}
+	return 0;
+}
+
+int kube_parse_time(const char *text, time_t *out)
+{
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	const char *end = text ? strptime(text, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (end == NULL)
+		return -1;
+	if (*end == '.') /* fractional seconds (MicroTime) */
+		while (*++end >= '0' && *end <= '9')
+			;
+	if (strcmp(end, "Z") != 0)
+		return -1;
+	*out = timegm(&tm);
+	return 0;
+}
+
 void kube_client_wakeup(struct kube_client *c)
 {
 	curl_multi_wakeup(c->multi); /* thread-safe (libcurl docs) */

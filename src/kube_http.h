@@ -61,6 +61,13 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len, long *out_status,
                  struct json **out_json, struct err **err);
 
+/* Deletes a pod at once (gracePeriodSeconds 0, propagationPolicy Background); a pod that is
+ * already gone (404) is success. */
+int kube_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err);
+
+/* Parses a Kubernetes timestamp ("2026-11-23T17:02:26Z", RFC 3339 in UTC) into *out. */
+int kube_parse_time(const char *text, time_t *out);
+
 /* A streaming GET (watch, log follow). on_data is called with each piece of the body as it
  * arrives; returning non-zero from it stops the stream (kube_stream_get then returns 0).
  * The status line is checked first: non-2xx fails as in kube_request (with the error body

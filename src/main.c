@@ -34,6 +34,9 @@ static const struct role commands[] = {
          "functions namespace"},
         {"unpack", cmd_unpack, false,
          "unpack DIR < archive              inside function pods: receive the mounts into DIR"},
+        {"gc", cmd_gc, false,
+         "gc [--dry-run] [--older-than D]     delete leftover function pods (finished, or past "
+         "their deadline)"},
         {"version", cmd_version, false, "version                           print the version"},
 };
 

@@ -1,0 +1,85 @@
+"""`krmpod gc`: deletes function pods that no shim will delete any more (finished for a while,
+or stopped by their deadline), never a running function or a pod that is not krmpod's."""
+import subprocess
+import time
+
+from conftest import KRMPOD_BIN, base_env
+
+FN_LABELS = {"app.kubernetes.io/managed-by": "krmpod", "krmpod.dev/function": "true",
+             "krmpod.dev/network": "none"}
+
+
+def make_pod(kubesim, name, image, labels, deadline=None):
+    spec = {"restartPolicy": "Never",
+            "containers": [{"name": "fn", "image": image}]}
+    if deadline:
+        spec["activeDeadlineSeconds"] = deadline
+    kubesim.control("POST", "/api/v1/namespaces/default/pods",
+                    {"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": name, "labels": labels}, "spec": spec})
+
+
+def phase(kubesim, name):
+    for p in kubesim.api_pods():
+        if p["metadata"]["name"] == name:
+            return p["status"].get("phase")
+    return None
+
+
+def wait_phase(kubesim, name, want, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if phase(kubesim, name) == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError("pod %s never reached %s (now %s)" % (name, want, phase(kubesim, name)))
+
+
+def gc(kubesim, *args):
+    return subprocess.run([KRMPOD_BIN, "gc"] + list(args), env=base_env(kubesim),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+
+
+def test_gc_deletes_only_leftovers(kubesim):
+    try:
+        make_pod(kubesim, "fn-done", "example.com/quick-exit", FN_LABELS)  # exits 4
+        make_pod(kubesim, "fn-deadline", "example.com/sleep", FN_LABELS, deadline=1)
+        make_pod(kubesim, "fn-running", "example.com/sleep", FN_LABELS)
+        make_pod(kubesim, "not-ours", "example.com/quick-exit", {"app": "other"})
+        wait_phase(kubesim, "fn-done", "Failed")
+        wait_phase(kubesim, "not-ours", "Failed")
+        wait_phase(kubesim, "fn-deadline", "Failed")
+        wait_phase(kubesim, "fn-running", "Running")
+        # by default a pod finished moments ago may still be its shim's to delete
+        r = gc(kubesim)
+        assert r.returncode == 0, r.stderr.decode()
+        assert b"gc: 0 deleted, 3 kept" in r.stdout, r.stdout
+        r = gc(kubesim, "--dry-run", "--older-than", "1ms")
+        out = r.stdout.decode()
+        assert r.returncode == 0, r.stderr.decode()
+        assert "would delete default/fn-done (Failed, finished" in out, out
+        assert "would delete default/fn-deadline (Failed, finished" in out, out
+        assert "fn-running" not in out and "not-ours" not in out
+        assert phase(kubesim, "fn-done") == "Failed"  # a dry run deletes nothing
+        r = gc(kubesim, "--older-than", "1ms")
+        out = r.stdout.decode()
+        assert r.returncode == 0
+        assert "deleted default/fn-done" in out and "deleted default/fn-deadline" in out, out
+        assert "gc: 2 deleted, 1 kept" in out, out
+        assert phase(kubesim, "fn-done") is None and phase(kubesim, "fn-deadline") is None
+        assert phase(kubesim, "fn-running") == "Running"
+        assert phase(kubesim, "not-ours") == "Failed"
+    finally:
+        for name in ("fn-done", "fn-deadline", "fn-running", "not-ours"):
+            try:
+                kubesim.control("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                                {"gracePeriodSeconds": 0})
+            except RuntimeError:
+                pass
+
+
+def test_gc_bad_arguments(kubesim):
+    r = gc(kubesim, "--older-than", "soon")
+    assert r.returncode == 2 and b"--older-than" in r.stderr
+    r = gc(kubesim, "--all")
+    assert r.returncode == 2 and b"unknown argument --all" in r.stderr
