@@ -21,6 +21,7 @@
 #include "kustomize_run.h"
 #include "log.h"
 #include "pod_template.h"
+#include "prestart.h"
 #include "settings.h"
 #include "signals.h"
 #include "xalloc.h"
@@ -157,12 +158,13 @@ static int write_temp_file(const char *prefix, const char *data, size_t len, cha
  * for the shims. Nothing else is added or removed: what a function sees is decided by the
  * shim, which passes only the variables the function's config names. */
 static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
-                            const char *template_file, const char *overrides_file)
+                            const char *template_file, const char *overrides_file,
+                            const char *prestart_dir)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 5, sizeof(char *));
+	char **env = xcalloc(n + 6, sizeof(char *));
 	size_t k = 0;
 	const char *path = getenv("PATH");
 	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
@@ -170,10 +172,12 @@ static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
 	if (template_file)
 		env[k++] = xasprintf("KRMPOD_POD_TEMPLATE=%s", template_file);
 	env[k++] = xasprintf("KRMPOD_FN_OVERRIDES=%s", overrides_file ? overrides_file : "");
+	env[k++] = xasprintf("KRMPOD_PRESTART_DIR=%s", prestart_dir ? prestart_dir : "");
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "PATH=", 5) != 0 &&
 		    strncmp(environ[i], "KRMPOD_DEADLINE_MS=", 19) != 0 &&
 		    strncmp(environ[i], "KRMPOD_FN_OVERRIDES=", 20) != 0 &&
+		    strncmp(environ[i], "KRMPOD_PRESTART_DIR=", 20) != 0 &&
 		    (template_file == NULL || strncmp(environ[i], "KRMPOD_POD_TEMPLATE=", 20) != 0))
 			env[k++] = xstrdup(environ[i]);
 	return env;
@@ -182,18 +186,12 @@ static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
 /* Per-function resource overrides: the krmpod.dev/cpu-limit and krmpod.dev/memory-limit
  * annotations of the function configs in the tree, checked against the admin's maxima and
  * handed to the shims as a file (*out; NULL when no config has one). */
-static int collect_overrides(char **out, struct err **err)
+static int collect_overrides(const struct kfn *fns, size_t n, char **out, struct err **err)
 {
 	*out = NULL;
-	struct kfn *fns = NULL;
-	size_t n = 0;
-	if (kustomization_functions(".", &fns, &n, err) < 0)
-		return err_wrap(err, "read the function configs (for their resource annotations)");
 	struct settings s;
-	if (settings_load(&s, err) < 0) {
-		kustomization_functions_free(fns, n);
+	if (settings_load(&s, err) < 0)
 		return -1;
-	}
 	cleanup_buf struct buf b;
 	buf_init(&b, 0);
 	int rc = 0;
@@ -214,7 +212,6 @@ static int collect_overrides(char **out, struct err **err)
 		           fns[i].memory_limit ? fns[i].memory_limit : "");
 	}
 	settings_clear(&s);
-	kustomization_functions_free(fns, n);
 	if (rc < 0 || b.len == 0)
 		return rc;
 	return write_temp_file("krmpod-overrides", b.data, b.len, out, err);
@@ -278,16 +275,30 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	char **env = NULL;
 	cleanup_free char *deadline_name = NULL;
 	char *template_file = NULL, *overrides_file = NULL;
+	struct kfn *fns = NULL;
+	size_t n_fns = 0;
+	struct prestart *pre = NULL;
+	const char *pre_dir = NULL;
 	cleanup_buf struct buf out;
 	buf_init(&out, 0);
 	if (check_function_settings(err) < 0 || need_kustomization("generate", err) < 0 ||
-	    shim_dir_open(&cs, &sd, err) < 0 || prefetch_template(&template_file, err) < 0 ||
-	    collect_overrides(&overrides_file, err) < 0)
+	    shim_dir_open(&cs, &sd, err) < 0 || prefetch_template(&template_file, err) < 0)
+		goto done;
+	if (kustomization_functions(".", &fns, &n_fns, err) < 0) {
+		err_wrap(err, "generate: read the function configs");
+		goto done;
+	}
+	if (collect_overrides(fns, n_fns, &overrides_file, err) < 0)
 		goto done;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file, overrides_file);
+	if (cs.prestart &&
+	    prestart_begin(fns, n_fns, cs.allow_network, environ, getenv("TMPDIR"), template_file,
+	                   overrides_file, epoch_ms + cs.timeout_ms, &pre, &pre_dir, err) < 0)
+		goto done;
+	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file, overrides_file,
+	                    pre_dir);
 	deadline_name = xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
 	struct kustomize_opts ko = {
 	        .argv = cs.kustomize_argv,
@@ -295,6 +306,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	        .deadline_ms = t0 + cs.timeout_ms,
 	        .deadline_name = deadline_name,
 	        .cancel = &signals_cancel,
+	        .keep = prestart_janitor(pre),
 	};
 	if (kustomize_run(&ko, &out, err) < 0) {
 		err_wrap(err, "generate");
@@ -315,6 +327,8 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	*exit_code = 0;
 	rc = 0;
 done:
+	prestart_end(pre);
+	kustomization_functions_free(fns, n_fns);
 	shim_dir_close(&sd);
 	if (template_file)
 		unlink(template_file);

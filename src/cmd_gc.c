@@ -102,13 +102,14 @@ int cmd_gc(int argc, char **argv, int *exit_code, struct err **err)
 	struct kube_config *cfg = NULL;
 	cleanup_kube_client struct kube_client *c = NULL;
 	cleanup_json struct json *list = NULL;
+	cleanup_free char *sel = NULL, *path = NULL;
 	int rc = -1;
 	if (kube_config_load(&cfg, err) < 0 || kube_client_new(cfg, &c, err) < 0)
 		goto done;
 	kube_client_set_cancel(c, &signals_cancel);
 	const char *ns = fn_invoke_namespace(&s, cfg);
-	cleanup_free char *sel = kube_query_escape(POD_LABEL_FUNCTION "=true");
-	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods?labelSelector=%s", ns, sel);
+	sel = kube_query_escape(POD_LABEL_FUNCTION "=true");
+	path = xasprintf("/api/v1/namespaces/%s/pods?labelSelector=%s", ns, sel);
 	if (kube_request(c, "GET", path, NULL, NULL, 0, NULL, &list, err) < 0) {
 		err_wrap(err, "gc: list the function pods in %s", ns);
 		goto done;

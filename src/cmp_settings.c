@@ -96,6 +96,10 @@ int cmp_settings_load(struct cmp_settings *s, struct err **err)
 	s->timeout_ms = DEFAULT_GENERATE_TIMEOUT_MS;
 	if (t && settings_parse_duration("KRMPOD_GENERATE_TIMEOUT", t, &s->timeout_ms, err) < 0)
 		goto fail;
+	s->prestart = true;
+	const char *pre = env("KRMPOD_PRESTART");
+	if (pre && settings_parse_bool("KRMPOD_PRESTART", pre, &s->prestart, err) < 0)
+		goto fail;
 	const char *shim = env("KRMPOD_SHIM_DIR");
 	if (shim)
 		s->shim_dir = xstrdup(shim);

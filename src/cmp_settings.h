@@ -21,6 +21,7 @@ struct cmp_settings {
 	bool allow_network; /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
 	int64_t timeout_ms; /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
 	char *shim_dir;     /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
+	bool prestart;      /* KRMPOD_PRESTART=true|false (default true): see prestart.h */
 };
 
 int cmp_settings_load(struct cmp_settings *s, struct err **err);

@@ -17,6 +17,7 @@
 #include "kube_watch.h"
 #include "log.h"
 #include "pod_spec.h"
+#include "prestart.h"
 #include "size_limits.h"
 #include "xalloc.h"
 
@@ -94,33 +95,33 @@ static int create_pod(struct run *r, struct err **err)
 	buf_init(&body, 0);
 	pod_spec_build(r->req, r->s, &body);
 	log_debug("pod spec: %s", body.data);
-	cleanup_free char *path =
-	        xasprintf("/api/v1/namespaces/%s/pods?fieldValidation=Strict", r->ns);
-	for (int attempt = 0;; attempt++) {
-		cleanup_json struct json *pod = NULL;
-		long status = 0;
-		/* Not cancellable: a create cut short might still be applied server-side, and
-		 * then we would not know the name of the pod to delete. */
-		kube_client_set_cancel(r->client, NULL);
-		int rc = kube_request(r->client, "POST", path, "application/json", body.data,
-		                      body.len, &status, &pod, err);
-		kube_client_set_cancel(r->client, r->io->cancel);
-		if (rc < 0 && status == 409 && attempt < 3)
-			continue; /* generateName collided with an existing pod: try another name */
-		if (rc < 0)
-			return err_wrap(err, "create the function pod in namespace %s", r->ns);
-		const char *name = json_str(json_path(pod, "metadata.name"));
-		if (name == NULL)
-			return err_set(err, ERR_API,
-			               "create pod: the response has no metadata.name");
-		r->pod = xstrdup(name);
-		log_set_pod(r->pod);
-		log_debug("created pod %s/%s for image %s", r->ns, r->pod, r->req->image);
-		if (pod_watch_start(r->cfg, r->ns, r->pod, POD_CONTAINER_NAME, pod, &r->watch,
-		                    err) < 0)
-			return err_wrap(err, "watch pod %s", r->pod);
+	cleanup_json struct json *pod = NULL;
+	if (kube_pod_create(r->client, r->ns, body.data, body.len, &pod, err) < 0)
+		return err_wrap(err, "create the function pod in namespace %s", r->ns);
+	r->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
+	log_set_pod(r->pod);
+	log_debug("created pod %s/%s for image %s", r->ns, r->pod, r->req->image);
+	if (pod_watch_start(r->cfg, r->ns, r->pod, POD_CONTAINER_NAME, pod, &r->watch, err) < 0)
+		return err_wrap(err, "watch pod %s", r->pod);
+	return 0;
+}
+
+/* Takes a pod `krmpod generate` started ahead for exactly this request (prestart.h), if
+ * there is one: returns 1 with r->pod and r->watch set, 0 when there is none, -1 when the
+ * claimed pod cannot be watched (r->pod is set: it is deleted like any other). */
+static int claim_pod(struct run *r, struct err **err)
+{
+	if (r->s->prestart_dir == NULL)
 		return 0;
-	}
+	char *pod = prestart_claim(r->s->prestart_dir, prestart_key(r->req, r->s));
+	if (pod == NULL)
+		return 0;
+	r->pod = pod;
+	log_set_pod(r->pod);
+	log_debug("claimed pod %s/%s, started ahead by generate", r->ns, r->pod);
+	if (pod_watch_start(r->cfg, r->ns, r->pod, POD_CONTAINER_NAME, NULL, &r->watch, err) < 0)
+		return err_wrap(err, "watch pod %s", r->pod);
+	return 1;
 }
 
 /* Names the failure of a pod that cannot start, with the cluster's reason and message. */
@@ -404,7 +405,8 @@ static int run_pod(struct run *r, int *exit_code, struct err **err)
 	cleanup_mount_plan struct mount_plan *plan = NULL;
 	if (fn_mounts_prepare(r->req, r->s, &plan, err) < 0)
 		return -1;
-	if (create_pod(r, err) < 0)
+	int claimed = plan == NULL ? claim_pod(r, err) : 0;
+	if (claimed < 0 || (claimed == 0 && create_pod(r, err) < 0))
 		return -1;
 	if (*r->io->cancel)
 		return cancelled(r, err);

@@ -522,6 +522,34 @@ void kube_client_free(struct kube_client *c)
 	free(c);
 }
 
+int kube_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
+                    struct json **out, struct err **err)
+{
+	cleanup_free char *path =
+	        xasprintf("/api/v1/namespaces/%s/pods?fieldValidation=Strict", ns);
+	volatile sig_atomic_t *cancel = c->cancel;
+	c->cancel = NULL;
+	int rc;
+	for (int attempt = 0;; attempt++) {
+		long status = 0;
+		rc = kube_request(c, "POST", path, "application/json", body, len, &status, out,
+		                  err);
+		if (rc < 0 && status == 409 && attempt < 3) {
+			err_free(*err);
+			*err = NULL;
+			continue;
+		}
+		break;
+	}
+	c->cancel = cancel;
+	if (rc == 0 && json_str(json_path(*out, "metadata.name")) == NULL) {
+		json_free(*out);
+		*out = NULL;
+		return err_set(err, ERR_API, "POST %s: the created pod has no metadata.name", path);
+	}
+	return rc;
+}
+
 int kube_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err)
 {
 	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);

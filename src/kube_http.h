@@ -61,6 +61,13 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len, long *out_status,
                  struct json **out_json, struct err **err);
 
+/* Creates a pod from a JSON body (POST .../pods?fieldValidation=Strict), trying again when
+ * its generateName collided with an existing pod (409, up to 3 times). Not cancellable: a
+ * create cut short might still be applied server-side, and then nobody would know the name of
+ * the pod to delete. *out receives the created object. */
+int kube_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
+                    struct json **out, struct err **err);
+
 /* Deletes a pod at once (gracePeriodSeconds 0, propagationPolicy Background); a pod that is
  * already gone (404) is success. */
 int kube_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err);

@@ -41,7 +41,7 @@ static bool is_remote(const char *entry)
 }
 
 static void add_fn(struct walk *w, const char *where, const char *image, const char *cpu,
-                   const char *memory)
+                   const char *memory, const struct json *container)
 {
 	if (w->n == w->cap) {
 		w->cap = w->cap ? w->cap * 2 : 8;
@@ -51,6 +51,17 @@ static void add_fn(struct walk *w, const char *where, const char *image, const c
 	w->fns[w->n].image = xstrdup(image);
 	w->fns[w->n].cpu_limit = cpu ? xstrdup(cpu) : NULL;
 	w->fns[w->n].memory_limit = memory ? xstrdup(memory) : NULL;
+	const struct json *envs = json_get(container, "envs");
+	w->fns[w->n].envs = xcalloc(json_len(envs) + 1, sizeof(char *));
+	w->fns[w->n].n_envs = 0;
+	for (size_t i = 0; i < json_len(envs); i++) {
+		const char *e = json_scalar(json_at(envs, i));
+		if (e)
+			w->fns[w->n].envs[w->fns[w->n].n_envs++] = xstrdup(e);
+	}
+	bool net = false;
+	w->fns[w->n].network = json_bool(json_get(container, "network"), &net) && net;
+	w->fns[w->n].has_mounts = json_len(json_get(container, "mounts")) > 0;
 	w->n++;
 }
 
@@ -91,7 +102,8 @@ static int check_doc(struct walk *w, const char *text, size_t len, const char *w
 	const char *image = json_str(json_path(fn, "container.image"));
 	if (image && *image)
 		add_fn(w, where, image, json_scalar(json_get(ann, "krmpod.dev/cpu-limit")),
-		       json_scalar(json_get(ann, "krmpod.dev/memory-limit")));
+		       json_scalar(json_get(ann, "krmpod.dev/memory-limit")),
+		       json_get(fn, "container"));
 	return 0;
 }
 
@@ -237,6 +249,9 @@ void kustomization_functions_free(struct kfn *fns, size_t n)
 		free(fns[i].image);
 		free(fns[i].cpu_limit);
 		free(fns[i].memory_limit);
+		for (size_t j = 0; j < fns[i].n_envs; j++)
+			free(fns[i].envs[j]);
+		free(fns[i].envs);
 	}
 	free(fns);
 }

@@ -11,6 +11,7 @@
 #ifndef KRMPOD_KUSTOMIZATION_H
 #define KRMPOD_KUSTOMIZATION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -25,6 +26,11 @@ struct kfn {
 	/* The config's krmpod.dev/cpu-limit and krmpod.dev/memory-limit annotations, or NULL. */
 	char *cpu_limit;
 	char *memory_limit;
+	/* From the container spec: envs ("K=V" or "NAME", as written), network, mounts. */
+	char **envs;
+	size_t n_envs;
+	bool network;
+	bool has_mounts;
 };
 
 /* Walks the tree rooted at dir. On success *fns (*n of them) lists the containerized

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -37,9 +38,27 @@ static void signal_all(pid_t pid, bool shared_group, int sig)
 	sigaction(sig, &old, NULL);
 }
 
-/* Reaps every exited descendant (we are their subreaper). Returns true when none is left;
- * records kustomize's own status in *status. */
-static bool reap(pid_t pid, int *status, bool *pid_done)
+/* True when no child is left but `keep`: read from /proc (Linux's children list of the main
+ * thread, which runs this loop and is where a subreaper's adopted orphans appear too). */
+static bool only_kept_left(pid_t keep)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	long pid;
+	bool others = false;
+	while (fscanf(f, "%ld", &pid) == 1)
+		if ((pid_t)pid != keep)
+			others = true;
+	fclose(f);
+	return !others;
+}
+
+/* Reaps every exited descendant (we are their subreaper) but `keep`. Returns true when none
+ * is left; records kustomize's own status in *status. */
+static bool reap(pid_t pid, pid_t keep, int *status, bool *pid_done)
 {
 	for (;;) {
 		int st;
@@ -49,9 +68,13 @@ static bool reap(pid_t pid, int *status, bool *pid_done)
 			*pid_done = true;
 			continue;
 		}
+		if (r > 0 && r == keep)
+			continue; /* cannot happen while keep runs; harmless if it ended early */
 		if (r > 0)
 			continue;
-		return r < 0 && errno == ECHILD;
+		if (r < 0)
+			return errno == ECHILD;
+		return keep > 0 && only_kept_left(keep);
 	}
 }
 
@@ -63,13 +86,13 @@ static void drain(int fd)
 }
 
 /* The stop sequence; returns when every descendant is gone or was SIGKILLed. */
-static void stop_all(pid_t pid, bool shared_group, int fd, int *status, bool *pid_done)
+static void stop_all(pid_t pid, pid_t keep, bool shared_group, int fd, int *status, bool *pid_done)
 {
 	signal_all(pid, shared_group, SIGTERM);
 	int64_t until = kube_now_ms() + KUSTOMIZE_STOP_GRACE_MS;
 	while (kube_now_ms() < until) {
 		drain(fd);
-		if (reap(pid, status, pid_done))
+		if (reap(pid, keep, status, pid_done))
 			return;
 		usleep(20 * 1000);
 	}
@@ -77,7 +100,7 @@ static void stop_all(pid_t pid, bool shared_group, int fd, int *status, bool *pi
 	         KUSTOMIZE_STOP_GRACE_MS);
 	signal_all(pid, shared_group, SIGKILL);
 	until = kube_now_ms() + 1000;
-	while (kube_now_ms() < until && !reap(pid, status, pid_done))
+	while (kube_now_ms() < until && !reap(pid, keep, status, pid_done))
 		usleep(20 * 1000);
 }
 
@@ -155,12 +178,12 @@ int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **
 		} else {
 			usleep(10 * 1000);
 		}
-		reap(pid, &status, &pid_done);
+		reap(pid, o->keep, &status, &pid_done);
 	}
 	if (failed)
-		stop_all(pid, shared_group, pfd[0], &status, &pid_done);
+		stop_all(pid, o->keep, shared_group, pfd[0], &status, &pid_done);
 	else
-		reap(pid, &status, &pid_done);
+		reap(pid, o->keep, &status, &pid_done);
 	close(pfd[0]);
 
 	if (failed) {

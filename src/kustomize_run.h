@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "err.h"
@@ -33,6 +34,8 @@ struct kustomize_opts {
 	int64_t deadline_ms;           /* kube_now_ms() clock */
 	const char *deadline_name;     /* the setting to name when the deadline passes */
 	volatile sig_atomic_t *cancel; /* a signal number when the caller was signalled */
+	pid_t keep;                    /* a child of the caller's that is not kustomize's (the
+	                                  prestart janitor): never waited for; 0 for none */
 };
 
 /* Runs kustomize to completion. Returns 0 when it exited 0, with its stdout in *out.

@@ -431,6 +431,9 @@ int settings_load(struct settings *s, struct err **err)
 	const char *ovr = env("KRMPOD_FN_OVERRIDES");
 	if (ovr)
 		s->fn_overrides = xstrdup(ovr);
+	const char *pre = env("KRMPOD_PRESTART_DIR");
+	if (pre)
+		s->prestart_dir = xstrdup(pre);
 	const char *tmpl = env("KRMPOD_POD_TEMPLATE");
 	if (tmpl)
 		s->pod_template = xstrdup(tmpl);
@@ -480,5 +483,6 @@ void settings_clear(struct settings *s)
 	free(s->max_cpu_limit);
 	free(s->max_memory_limit);
 	free(s->fn_overrides);
+	free(s->prestart_dir);
 	memset(s, 0, sizeof(*s));
 }

@@ -60,6 +60,9 @@ struct settings {
 	/* KRMPOD_FN_OVERRIDES: a file `krmpod generate` writes with the per-function
 	 * annotations it found (image TAB cpu TAB memory per line); NULL when unset. */
 	char *fn_overrides;
+	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (prestart.h);
+	 * NULL when unset. */
+	char *prestart_dir;
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u

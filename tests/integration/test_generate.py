@@ -310,14 +310,17 @@ def test_e2e_scenario_on_kubesim(kubesim, tmp_path):
 
 
 def pod_specs(stderr):
-    """The pod specs krmpod logged at debug level."""
+    """The distinct pod specs krmpod logged at debug level (a shim logs the pod it creates,
+    generate's prestart the pods it starts ahead; a spec both logged counts once)."""
     import json
-    specs = []
+    specs = {}
     for line in stderr.decode().splitlines():
         _, sep, rest = line.partition("pod spec: ")
         if sep:
-            specs.append(json.loads(rest))
-    return specs
+            spec = json.loads(rest)
+            spec["spec"].pop("activeDeadlineSeconds", None)
+            specs[json.dumps(spec, sort_keys=True)] = spec
+    return list(specs.values())
 
 
 def test_per_function_resource_overrides(kubesim, tmp_path):
@@ -393,3 +396,39 @@ def test_sidecar_renders_mounts_and_network_functions(kubesim, tmp_path):
     gen = specs["example.com/fns/read-mount:v1"]
     assert gen["metadata"]["labels"]["krmpod.dev/network"] == "none"
     assert [c["name"] for c in gen["spec"]["initContainers"]] == ["mounts"]
+
+
+def test_prestart_claims_and_cleans_up(kubesim, tmp_path):
+    """Pods started ahead are claimed by the shims that need exactly them; a pod no shim
+    claims (kustomize stopped at an earlier failing function) is deleted."""
+    before = len(kubesim.requests())
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_LOG_LEVEL="debug"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert err.count("started ahead by generate") == 2, err
+    assert "2 pods started ahead" in err and "2 claimed, 0 unclaimed deleted" in err, err
+    posts = [l for l in kubesim.requests()[before:] if " POST " in " %s " % l and "/pods" in l]
+    assert len(posts) == 2, posts  # the shims created none of their own
+    # a failing function first: the second one never runs and its pod goes unclaimed
+    app = fn_app(tmp_path, "example.com/fail:v1")
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- fn.yaml\n- fn2.yaml\n")
+    (app / "fn2.yaml").write_text((app / "fn.yaml").read_text().replace(
+        "example.com/fail:v1", "example.com/cat:v1").replace("name: fn\n", "name: fn2\n"))
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "2 pods started ahead" in err and "1 claimed, 1 unclaimed deleted" in err, err
+    # (the kubesim fixture asserts that no pod is left)
+
+
+def test_prestart_can_be_turned_off(kubesim, tmp_path):
+    before = len(kubesim.requests())
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_PRESTART="false"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "started ahead" not in err
+    posts = [l for l in kubesim.requests()[before:] if " POST " in " %s " % l and "/pods" in l]
+    assert len(posts) == 2, posts
+    r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="sometimes"))
+    assert r.returncode == 1 and b"KRMPOD_PRESTART=sometimes" in r.stderr

@@ -1,0 +1,339 @@
+/* prestart.c — see prestart.h. */
+#include "prestart.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cleanup.h"
+#include "docker_args.h"
+#include "fn_invoke.h"
+#include "json.h"
+#include "kube_http.h"
+#include "log.h"
+#include "pod_spec.h"
+#include "pod_template.h"
+#include "signals.h"
+#include "xalloc.h"
+
+static int cmp_env(const void *a, const void *b)
+{
+	return strcmp(((const struct fn_env *)a)->name, ((const struct fn_env *)b)->name);
+}
+
+uint64_t prestart_key(const struct fn_request *req, const struct settings *s)
+{
+	struct fn_request r = *req; /* shallow: only the env order changes */
+	struct fn_env *env = xmalloc((req->n_env + 1) * sizeof(*env));
+	memcpy(env, req->env, req->n_env * sizeof(*env));
+	qsort(env, req->n_env, sizeof(*env), cmp_env);
+	r.env = env;
+	struct settings t = *s;
+	t.timeout_ms = 0; /* activeDeadlineSeconds follows the clock */
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	pod_spec_build(&r, &t, &b);
+	free(env);
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < b.len; i++) {
+		h ^= (unsigned char)b.data[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+char *prestart_claim(const char *dir, uint64_t key)
+{
+	char prefix[24];
+	snprintf(prefix, sizeof(prefix), "%016llx.", (unsigned long long)key);
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return NULL;
+	char *pod = NULL;
+	struct dirent *e;
+	while (pod == NULL && (e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, 17) != 0)
+			continue;
+		cleanup_free char *from = xasprintf("%s/%s", dir, e->d_name);
+		cleanup_free char *to = xasprintf("%s/claimed/%s", dir, e->d_name);
+		if (rename(from, to) == 0)
+			pod = xstrdup(e->d_name + 17);
+		/* ENOENT: another shim was faster; look on */
+	}
+	closedir(d);
+	return pod;
+}
+
+struct offer {
+	char *body; /* the pod as JSON */
+	size_t len;
+	uint64_t key;
+	char *image;
+	char *pod; /* its name, once created */
+};
+
+struct prestart {
+	char *dir;
+	char *ns;
+	struct kube_config *cfg;
+	struct offer *offers;
+	size_t n;
+	pid_t janitor; /* the child that creates the pods and deletes the unclaimed ones */
+	int pipe_w;    /* closing it (or dying) tells the janitor to clean up */
+	int64_t t0;
+};
+
+/* The argv kustomize builds for a function config (design brief §3.1), after `run`. */
+static int request_for(const struct kfn *f, bool network, char *const *environ_,
+                       struct fn_request *req, struct err **err)
+{
+	size_t max = 20 + 2 * f->n_envs;
+	const char **argv = xcalloc(max, sizeof(char *));
+	size_t n = 0;
+	static const char *head[] = {"--rm",   "-i", "-a",     "STDIN",    "-a",
+	                             "STDOUT", "-a", "STDERR", "--network"};
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		argv[n++] = head[i];
+	argv[n++] = network ? "host" : "none";
+	argv[n++] = "--user";
+	argv[n++] = "nobody";
+	argv[n++] = "--security-opt=no-new-privileges";
+	argv[n++] = "-e";
+	argv[n++] = "LOG_TO_STDERR=true";
+	argv[n++] = "-e";
+	argv[n++] = "STRUCTURED_RESULTS=true";
+	for (size_t i = 0; i < f->n_envs; i++) {
+		argv[n++] = "-e";
+		argv[n++] = f->envs[i];
+	}
+	argv[n++] = f->image;
+	int rc = docker_args_parse((int)n, (char *const *)argv, environ_, req, err);
+	free(argv);
+	return rc;
+}
+
+/* True once generate closed its end of the pipe (done, or dead). */
+static bool parent_done(int fd, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return poll(&p, 1, timeout_ms) > 0;
+}
+
+/* The janitor, a child of generate in generate's process group: creates the pods, offers
+ * them, and when generate is done (its pipe closes), or dies, or the group gets SIGTERM at
+ * Argo CD's deadline, deletes every pod nobody claimed. Never returns. */
+static void janitor_main(struct prestart *p, int pipe_r)
+{
+	log_set_role("prestart");
+	struct kube_client *c = NULL;
+	cleanup_err struct err *e = NULL;
+	if (kube_client_new(p->cfg, &c, &e) < 0) {
+		log_warn("%s", e->msg);
+		_exit(1);
+	}
+	unsigned created = 0, claimed = 0, deleted = 0;
+	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
+		struct offer *o = &p->offers[i];
+		cleanup_json struct json *pod = NULL;
+		cleanup_err struct err *ce = NULL;
+		log_debug("pod spec: %s", o->body);
+		if (kube_pod_create(c, p->ns, o->body, o->len, &pod, &ce) < 0) {
+			/* Not fatal: the shim will create its own and report what is wrong. */
+			log_debug("%s: %s", o->image, ce->msg);
+			continue;
+		}
+		created++;
+		o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
+		cleanup_free char *file =
+		        xasprintf("%s/%016llx.%s", p->dir, (unsigned long long)o->key, o->pod);
+		int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		log_debug("pod %s for %s offered", o->pod, o->image);
+	}
+	while (!signals_cancel && !parent_done(pipe_r, 1000))
+		;
+	/* Clean up: not cancellable, but bounded. */
+	kube_client_set_cancel(c, NULL);
+	kube_client_set_deadline(c, kube_now_ms() + 3000);
+	for (size_t i = 0; i < p->n; i++) {
+		struct offer *o = &p->offers[i];
+		if (o->pod == NULL)
+			continue;
+		cleanup_free char *file =
+		        xasprintf("%s/%016llx.%s", p->dir, (unsigned long long)o->key, o->pod);
+		if (unlink(file) < 0) {
+			claimed++; /* a shim renamed it away: the pod is the shim's to delete */
+			continue;
+		}
+		cleanup_err struct err *de = NULL;
+		if (kube_pod_delete(c, p->ns, o->pod, &de) < 0)
+			log_warn("delete unclaimed pod %s/%s: %s", p->ns, o->pod, de->msg);
+		else
+			deleted++;
+	}
+	if (created)
+		log_info("%u pods started ahead in %lld ms, %u claimed, %u unclaimed deleted",
+		         created, (long long)(kube_now_ms() - p->t0), claimed, deleted);
+	kube_client_free(c);
+	_exit(0);
+}
+
+/* Settings as the shims will have them for this function. */
+static int shim_settings(struct settings *s, const char *image, struct kube_config *cfg,
+                         const char *template_file, const char *overrides_file,
+                         int64_t deadline_epoch_ms, struct err **err)
+{
+	if (settings_load(s, err) < 0)
+		return -1;
+	if (template_file) {
+		free(s->pod_template);
+		s->pod_template = xstrdup(template_file);
+	}
+	if (overrides_file) {
+		free(s->fn_overrides);
+		s->fn_overrides = xstrdup(overrides_file);
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t left = deadline_epoch_ms - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	if (left < s->timeout_ms)
+		s->timeout_ms = left > 1000 ? left : 1000;
+	if (pod_template_load(s, cfg, fn_invoke_namespace(s, cfg), err) < 0 ||
+	    settings_apply_overrides(s, image, err) < 0) {
+		settings_clear(s);
+		return -1;
+	}
+	return 0;
+}
+
+int prestart_begin(const struct kfn *fns, size_t n, bool allow_network, char *const *environ_,
+                   const char *tmpdir, const char *template_file, const char *overrides_file,
+                   int64_t deadline_epoch_ms, struct prestart **out, const char **out_dir,
+                   struct err **err)
+{
+	*out = NULL;
+	*out_dir = NULL;
+	struct prestart *p = xcalloc(1, sizeof(*p));
+	p->t0 = kube_now_ms();
+	if (kube_config_load(&p->cfg, err) < 0) {
+		free(p);
+		return -1;
+	}
+	p->offers = xcalloc(n ? n : 1, sizeof(*p->offers));
+	for (size_t i = 0; i < n && p->n < PRESTART_MAX; i++) {
+		const struct kfn *f = &fns[i];
+		if (f->has_mounts || (f->network && !allow_network))
+			continue;
+		struct fn_request req = {0};
+		struct settings s;
+		cleanup_err struct err *e = NULL;
+		if (request_for(f, f->network, environ_, &req, &e) < 0 ||
+		    shim_settings(&s, f->image, p->cfg, template_file, overrides_file,
+		                  deadline_epoch_ms, &e) < 0) {
+			log_debug("prestart: %s: not prestarted: %s", f->where, e->msg);
+			fn_request_clear(&req);
+			continue;
+		}
+		if (p->ns == NULL)
+			p->ns = xstrdup(fn_invoke_namespace(&s, p->cfg));
+		struct offer *o = &p->offers[p->n++];
+		o->key = prestart_key(&req, &s);
+		o->image = xstrdup(f->image);
+		struct buf b;
+		buf_init(&b, 0);
+		pod_spec_build(&req, &s, &b);
+		o->body = buf_steal(&b, &o->len);
+		settings_clear(&s);
+		fn_request_clear(&req);
+	}
+	if (p->n == 0) {
+		prestart_end(p);
+		return 0;
+	}
+	p->dir = xasprintf("%s/krmpod-prestart-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	cleanup_free char *claimed = NULL;
+	if (mkdtemp(p->dir) == NULL ||
+	    mkdir((claimed = xasprintf("%s/claimed", p->dir)), 0700) < 0) {
+		err_set(err, ERR_IO, "prestart: cannot make %s: %s (set TMPDIR)", p->dir,
+		        strerror(errno));
+		free(p->dir);
+		p->dir = NULL;
+		prestart_end(p);
+		return -1;
+	}
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		prestart_end(p);
+		return err_set(err, ERR_IO, "prestart: pipe: %s", strerror(errno));
+	}
+	fflush(NULL);
+	p->janitor = fork();
+	if (p->janitor == 0) {
+		close(pfd[1]);
+		janitor_main(p, pfd[0]);
+	}
+	close(pfd[0]);
+	p->pipe_w = pfd[1];
+	if (p->janitor < 0) {
+		close(p->pipe_w);
+		p->janitor = 0;
+		prestart_end(p);
+		return err_set(err, ERR_IO, "prestart: fork: %s", strerror(errno));
+	}
+	*out = p;
+	*out_dir = p->dir;
+	return 0;
+}
+
+pid_t prestart_janitor(const struct prestart *p)
+{
+	return p ? p->janitor : 0;
+}
+
+void prestart_end(struct prestart *p)
+{
+	if (p == NULL)
+		return;
+	if (p->janitor > 0) {
+		close(p->pipe_w); /* the janitor deletes what nobody claimed, then exits */
+		while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->offers[i].body);
+		free(p->offers[i].image);
+		free(p->offers[i].pod);
+	}
+	if (p->dir) {
+		/* Claimed markers are all that can be left. */
+		cleanup_free char *claimed_dir = xasprintf("%s/claimed", p->dir);
+		DIR *d = opendir(claimed_dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			cleanup_free char *f = xasprintf("%s/%s", claimed_dir, e->d_name);
+			unlink(f);
+		}
+		if (d)
+			closedir(d);
+		rmdir(claimed_dir);
+		rmdir(p->dir);
+	}
+	free(p->dir);
+	free(p->ns);
+	free(p->offers);
+	kube_config_free(p->cfg);
+	free(p);
+}

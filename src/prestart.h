@@ -1,0 +1,57 @@
+/* prestart.h — hiding pod-start latency (design brief §5, lever 1).
+ *
+ * kustomize runs functions one after another, so N functions cost N pod starts. Before
+ * kustomize runs, `krmpod generate` reads the function configs of the tree, builds for each
+ * the request kustomize's `docker run` will make (the same parser, docker_args.c, on the
+ * argv kustomize would build), and a child process creates those pods, all at once.
+ * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR) as a file named
+ * KEY.POD, where KEY is prestart_key() of its request. A shim computes the key of the
+ * request it was given and claims a matching pod by rename(2)ing its file into claimed/
+ * (atomic: two shims never get the same pod); with no match it creates its own pod as
+ * always. The key covers the whole pod spec except activeDeadlineSeconds, so a claimed pod is
+ * exactly the pod the shim would have created. When kustomize is done, generate deletes
+ * every pod nobody claimed.
+ *
+ * Not prestarted: functions with mounts (their files travel after the pod exists, per
+ * shim), and more than PRESTART_MAX functions. */
+#ifndef KRMPOD_PRESTART_H
+#define KRMPOD_PRESTART_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "fn_request.h"
+#include "kubeconfig.h"
+#include "kustomization.h"
+#include "settings.h"
+
+#define PRESTART_MAX 16
+
+/* FNV-1a 64 of the canonical pod spec of req (env sorted by name, no deadline). */
+uint64_t prestart_key(const struct fn_request *req, const struct settings *s);
+
+/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. */
+char *prestart_claim(const char *dir, uint64_t key);
+
+struct prestart;
+
+/* generate side: forks the janitor (a child in generate's process group, so Argo CD's group
+ * SIGTERM reaches it even after generate was SIGKILLed; it also notices generate's death by
+ * its pipe) which creates pods for fns, offering them in a new
+ * directory under tmpdir (*out_dir, owned by the prestart). `allow_network` is what generate
+ * tells kustomize; `environ_` the environment the shims will see (bare -e names resolve in
+ * it); `template_file` / `overrides_file` what the shims will be given (may be NULL). */
+int prestart_begin(const struct kfn *fns, size_t n, bool allow_network, char *const *environ_,
+                   const char *tmpdir, const char *template_file, const char *overrides_file,
+                   int64_t deadline_epoch_ms, struct prestart **out, const char **out_dir,
+                   struct err **err);
+
+/* Tells the janitor to delete every pod nobody claimed, waits for it, removes the directory.
+ * NULL is fine. */
+void prestart_end(struct prestart *p);
+
+/* The janitor's pid (0 without one): kustomize_run must not wait for it. */
+pid_t prestart_janitor(const struct prestart *p);
+
+#endif
