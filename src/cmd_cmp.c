@@ -262,13 +262,19 @@ static bool blank(const char *s, size_t n)
 	return true;
 }
 
-int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
+/* The start of generate and init: no arguments, then the hooks' settings. */
+static int hook_begin(int argc, char **argv, struct cmp_settings *cs, struct err **err)
 {
 	if (no_args(argc, argv, err) < 0)
 		return -1;
+	return cmp_settings_load(cs, err);
+}
+
+int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
+{
 	int64_t t0 = kube_now_ms();
 	struct cmp_settings cs;
-	if (cmp_settings_load(&cs, err) < 0)
+	if (hook_begin(argc, argv, &cs, err) < 0)
 		return -1;
 	int rc = -1;
 	struct shim_dir sd = {0};
@@ -362,11 +368,9 @@ static int check_kustomize(const struct cmp_settings *cs, struct err **err)
 
 int cmd_init(int argc, char **argv, int *exit_code, struct err **err)
 {
-	if (no_args(argc, argv, err) < 0)
-		return -1;
 	int64_t t0 = kube_now_ms();
 	struct cmp_settings cs;
-	if (cmp_settings_load(&cs, err) < 0)
+	if (hook_begin(argc, argv, &cs, err) < 0)
 		return -1;
 	int rc = -1;
 	struct kube_config *cfg = NULL;

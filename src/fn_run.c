@@ -113,7 +113,7 @@ static int claim_pod(struct run *r, struct err **err)
 {
 	if (r->s->prestart_dir == NULL)
 		return 0;
-	char *pod = prestart_claim(r->s->prestart_dir, prestart_key(r->req, r->s));
+	char *pod = prestart_claim(r->s->prestart_dir, prestart_key(r->req, r->s), r->io->cancel);
 	if (pod == NULL)
 		return 0;
 	r->pod = pod;
@@ -405,6 +405,8 @@ static int run_pod(struct run *r, int *exit_code, struct err **err)
 	cleanup_mount_plan struct mount_plan *plan = NULL;
 	if (fn_mounts_prepare(r->req, r->s, &plan, err) < 0)
 		return -1;
+	if (*r->io->cancel) /* signalled before anything exists: make nothing */
+		return cancelled(r, err);
 	int claimed = plan == NULL ? claim_pod(r, err) : 0;
 	if (claimed < 0 || (claimed == 0 && create_pod(r, err) < 0))
 		return -1;

@@ -52,16 +52,22 @@ uint64_t prestart_key(const struct fn_request *req, const struct settings *s)
 	return h;
 }
 
-char *prestart_claim(const char *dir, uint64_t key)
+/* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
+ * being made (a pending.KEY.N marker exists). */
+static char *claim_once(const char *dir, uint64_t key, bool *pending)
 {
-	char prefix[24];
+	char prefix[24], marker[40];
 	snprintf(prefix, sizeof(prefix), "%016llx.", (unsigned long long)key);
+	snprintf(marker, sizeof(marker), "pending.%016llx.", (unsigned long long)key);
+	*pending = false;
 	DIR *d = opendir(dir);
 	if (d == NULL)
 		return NULL;
 	char *pod = NULL;
 	struct dirent *e;
 	while (pod == NULL && (e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, marker, strlen(marker)) == 0)
+			*pending = true;
 		if (strncmp(e->d_name, prefix, 17) != 0)
 			continue;
 		cleanup_free char *from = xasprintf("%s/%s", dir, e->d_name);
@@ -72,6 +78,20 @@ char *prestart_claim(const char *dir, uint64_t key)
 	}
 	closedir(d);
 	return pod;
+}
+
+char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel)
+{
+	/* An offer for this key still being created is worth a short wait: it was started
+	 * earlier than any pod this shim could create now. */
+	int64_t until = kube_now_ms() + PRESTART_WAIT_MS;
+	for (;;) {
+		bool pending;
+		char *pod = claim_once(dir, key, &pending);
+		if (pod || !pending || kube_now_ms() >= until || (cancel && *cancel))
+			return pod;
+		usleep(10 * 1000);
+	}
 }
 
 struct offer {
@@ -122,6 +142,12 @@ static int request_for(const struct kfn *f, bool network, char *const *environ_,
 	return rc;
 }
 
+/* The marker saying offer i is still being made. */
+static char *pending_marker(const struct prestart *p, size_t i)
+{
+	return xasprintf("%s/pending.%016llx.%zu", p->dir, (unsigned long long)p->offers[i].key, i);
+}
+
 /* True once generate closed its end of the pipe (done, or dead). */
 static bool parent_done(int fd, int timeout_ms)
 {
@@ -142,14 +168,22 @@ static void janitor_main(struct prestart *p, int pipe_r)
 		_exit(1);
 	}
 	unsigned created = 0, claimed = 0, deleted = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		cleanup_free char *m = pending_marker(p, i);
+		int fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
 	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
 		struct offer *o = &p->offers[i];
+		cleanup_free char *marker = pending_marker(p, i);
 		cleanup_json struct json *pod = NULL;
 		cleanup_err struct err *ce = NULL;
 		log_debug("pod spec: %s", o->body);
 		if (kube_pod_create(c, p->ns, o->body, o->len, &pod, &ce) < 0) {
 			/* Not fatal: the shim will create its own and report what is wrong. */
 			log_debug("%s: %s", o->image, ce->msg);
+			unlink(marker);
 			continue;
 		}
 		created++;
@@ -159,7 +193,12 @@ static void janitor_main(struct prestart *p, int pipe_r)
 		int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			close(fd);
+		unlink(marker);
 		log_debug("pod %s for %s offered", o->pod, o->image);
+	}
+	for (size_t i = 0; i < p->n; i++) { /* offers never made */
+		cleanup_free char *m = pending_marker(p, i);
+		unlink(m);
 	}
 	while (!signals_cancel && !parent_done(pipe_r, 1000))
 		;

@@ -17,6 +17,7 @@
 #ifndef KRMPOD_PRESTART_H
 #define KRMPOD_PRESTART_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -27,12 +28,15 @@
 #include "settings.h"
 
 #define PRESTART_MAX 16
+/* How long a shim waits for an offer for its key that is still being created. */
+#define PRESTART_WAIT_MS 3000
 
 /* FNV-1a 64 of the canonical pod spec of req (env sorted by name, no deadline). */
 uint64_t prestart_key(const struct fn_request *req, const struct settings *s);
 
-/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. */
-char *prestart_claim(const char *dir, uint64_t key);
+/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. Waits
+ * up to PRESTART_WAIT_MS while an offer for key is still being created, unless *cancel. */
+char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel);
 
 struct prestart;
 
