@@ -92,13 +92,14 @@ def test_dropped_attach_is_an_error_not_partial_success(kubesim):
 
 
 def test_oom_killed(kubesim):
-    # A function that is still running when the (simulated) kernel kills it: `cat` would
-    # race the kill by exiting as soon as its stdin closes.
-    kubesim.faults(oom_images=["sleep"])
+    kubesim.faults(oom_images=["cat", "sleep"])
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/sleep"], stdin=b"x")
     assert r.returncode == 137
     err = r.stderr.decode()
     assert "OOMKilled" in err and "KRMPOD_MEMORY_LIMIT" in err and "krmpod-sleep-" in err, err
+    # and one that ends on its own right after its stdin closes (the kill races its exit)
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    assert r.returncode == 137 and b"OOMKilled" in r.stderr, r.stderr
 
 
 def test_deadline_exceeded(kubesim):

@@ -1015,6 +1015,10 @@ class Cluster:
         c.out_eof.wait(5)
         c.err_eof.wait(5)
         code = 128 + (-rc) if rc < 0 else rc
+        # An image under the oom fault that exits on its own before the watcher's 10 ms tick
+        # (cat, once its stdin closes) still hit its limit: report it OOMKilled too.
+        if not c.oom and self.faults.image_in("oom_images", c.spec["image"]):
+            c.oom = True
         if c.oom:
             code = 137
         with c.lock:
