@@ -473,6 +473,39 @@ static int setup_tls(struct kube_client *c, struct err **err)
 	return 0;
 }
 
+/* One process-wide share for every client: TLS sessions and DNS answers, so the REST client
+ * and the watch thread's client can resume a session instead of each doing a full
+ * handshake. (Against kubesim, TLS 1.3 with tickets issued after the handshake, the
+ * benchmark shows no measurable CPU change; docs/benchmarks.md.) Locked per data kind. */
+static CURLSH *share;
+static pthread_once_t share_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+	(void)h, (void)access, (void)ud;
+	pthread_mutex_lock(&share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+	(void)h, (void)ud;
+	pthread_mutex_unlock(&share_locks[data]);
+}
+
+static void share_init(void)
+{
+	for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&share_locks[i], NULL);
+	share = curl_share_init();
+	if (share == NULL)
+		return; /* no sharing: every client does its own handshakes */
+	curl_share_setopt(share, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+}
+
 int kube_client_new(struct kube_config *cfg, struct kube_client **out, struct err **err)
 {
 	pthread_once(&global_once, global_init);
@@ -505,6 +538,9 @@ int kube_client_new(struct kube_config *cfg, struct kube_client **out, struct er
 	}
 	if (c->connect_to)
 		curl_easy_setopt(curl, CURLOPT_CONNECT_TO, c->connect_to);
+	pthread_once(&share_once, share_init);
+	if (share)
+		curl_easy_setopt(curl, CURLOPT_SHARE, share);
 	*out = c;
 	return 0;
 }
