@@ -299,9 +299,9 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	if (cs.prestart &&
-	    prestart_begin(fns, n_fns, cs.allow_network, environ, getenv("TMPDIR"), template_file,
-	                   overrides_file, epoch_ms + cs.timeout_ms, &pre, &pre_dir, err) < 0)
+	if (cs.prestart && prestart_begin(fns, n_fns, cs.prestart_max, cs.allow_network, environ,
+	                                  getenv("TMPDIR"), template_file, overrides_file,
+	                                  epoch_ms + cs.timeout_ms, &pre, &pre_dir, err) < 0)
 		goto done;
 	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file, overrides_file,
 	                    pre_dir);

@@ -100,6 +100,20 @@ int cmp_settings_load(struct cmp_settings *s, struct err **err)
 	const char *pre = env("KRMPOD_PRESTART");
 	if (pre && settings_parse_bool("KRMPOD_PRESTART", pre, &s->prestart, err) < 0)
 		goto fail;
+	s->prestart_max = 8;
+	const char *pmax = env("KRMPOD_PRESTART_MAX");
+	if (pmax) {
+		char *end = NULL;
+		long v = strtol(pmax, &end, 10);
+		if (end == pmax || *end != '\0' || v < 1 || v > 64) {
+			err_set(err, ERR_CONFIG,
+			        "KRMPOD_PRESTART_MAX=%s is not a number from 1 to 64 (use "
+			        "KRMPOD_PRESTART=false to turn prestart off)",
+			        pmax);
+			goto fail;
+		}
+		s->prestart_max = (size_t)v;
+	}
 	const char *shim = env("KRMPOD_SHIM_DIR");
 	if (shim)
 		s->shim_dir = xstrdup(shim);

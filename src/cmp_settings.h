@@ -17,11 +17,12 @@ struct cmp_settings {
 	 * KRMPOD_KUSTOMIZE_FLAGS, and ".". */
 	char **kustomize_argv;
 	size_t kustomize_argc;
-	bool is_kubectl;    /* the command is kubectl, not kustomize */
-	bool allow_network; /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
-	int64_t timeout_ms; /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
-	char *shim_dir;     /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
-	bool prestart;      /* KRMPOD_PRESTART=true|false (default true): see prestart.h */
+	bool is_kubectl;     /* the command is kubectl, not kustomize */
+	bool allow_network;  /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
+	int64_t timeout_ms;  /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
+	char *shim_dir;      /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
+	bool prestart;       /* KRMPOD_PRESTART=true|false (default true): see prestart.h */
+	size_t prestart_max; /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */
 };
 
 int cmp_settings_load(struct cmp_settings *s, struct err **err);

@@ -25,6 +25,8 @@
 #define OVERLAP_WINDOW (64u << 10)
 /* Time allowed for deleting the pod after everything else, including after a signal. */
 #define DELETE_DEADLINE_MS 1500
+/* How often a create refused by a full ResourceQuota is tried again. */
+#define QUOTA_RETRY_MS 500
 /* Time to wait for the terminated status after the attach stream ended. */
 #define EXIT_STATUS_WAIT_MS 30000
 
@@ -89,6 +91,14 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+static int cancelled(struct run *r, struct err **err);
+
+/* The 403 a full ResourceQuota gives: "... is forbidden: exceeded quota: NAME, ...". */
+static bool quota_full(const struct err *e)
+{
+	return e->code == ERR_API && e->http_status == 403 && strstr(e->msg, "exceeded quota");
+}
+
 static int create_pod(struct run *r, struct err **err)
 {
 	cleanup_buf struct buf body;
@@ -96,8 +106,25 @@ static int create_pod(struct run *r, struct err **err)
 	pod_spec_build(r->req, r->s, &body);
 	log_debug("pod spec: %s", body.data);
 	cleanup_json struct json *pod = NULL;
-	if (kube_pod_create(r->client, r->ns, body.data, body.len, &pod, err) < 0)
-		return err_wrap(err, "create the function pod in namespace %s", r->ns);
+	bool waited = false;
+	while (kube_pod_create(r->client, r->ns, body.data, body.len, &pod, err) < 0) {
+		/* A full ResourceQuota frees up as other functions end: wait for room within the
+		 * start timeout instead of failing the render. */
+		if (!quota_full(*err) || kube_now_ms() + QUOTA_RETRY_MS >= r->start_deadline)
+			return err_wrap(err, "create the function pod in namespace %s", r->ns);
+		if (!waited)
+			log_info("the namespace's ResourceQuota is full (%s); waiting for room, at "
+			         "most KRMPOD_START_TIMEOUT",
+			         (*err)->msg);
+		waited = true;
+		err_free(*err);
+		*err = NULL;
+		int64_t until = kube_now_ms() + QUOTA_RETRY_MS;
+		while (kube_now_ms() < until && !*r->io->cancel)
+			usleep(20 * 1000);
+		if (*r->io->cancel)
+			return cancelled(r, err);
+	}
 	r->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
 	log_set_pod(r->pod);
 	log_debug("created pod %s/%s for image %s", r->ns, r->pod, r->req->image);

@@ -184,6 +184,13 @@ static void janitor_main(struct prestart *p, int pipe_r)
 			/* Not fatal: the shim will create its own and report what is wrong. */
 			log_debug("%s: %s", o->image, ce->msg);
 			unlink(marker);
+			if (ce->http_status == 403 && strstr(ce->msg, "exceeded quota")) {
+				/* Prestart must not take the room other renders need. */
+				log_info("the namespace's ResourceQuota is full: no more pods "
+				         "started "
+				         "ahead");
+				break;
+			}
 			continue;
 		}
 		created++;
@@ -256,10 +263,10 @@ static int shim_settings(struct settings *s, const char *image, struct kube_conf
 	return 0;
 }
 
-int prestart_begin(const struct kfn *fns, size_t n, bool allow_network, char *const *environ_,
-                   const char *tmpdir, const char *template_file, const char *overrides_file,
-                   int64_t deadline_epoch_ms, struct prestart **out, const char **out_dir,
-                   struct err **err)
+int prestart_begin(const struct kfn *fns, size_t n, size_t max, bool allow_network,
+                   char *const *environ_, const char *tmpdir, const char *template_file,
+                   const char *overrides_file, int64_t deadline_epoch_ms, struct prestart **out,
+                   const char **out_dir, struct err **err)
 {
 	*out = NULL;
 	*out_dir = NULL;
@@ -270,7 +277,7 @@ int prestart_begin(const struct kfn *fns, size_t n, bool allow_network, char *co
 		return -1;
 	}
 	p->offers = xcalloc(n ? n : 1, sizeof(*p->offers));
-	for (size_t i = 0; i < n && p->n < PRESTART_MAX; i++) {
+	for (size_t i = 0; i < n && p->n < max; i++) {
 		const struct kfn *f = &fns[i];
 		if (f->has_mounts || (f->network && !allow_network))
 			continue;

@@ -13,7 +13,8 @@
  * every pod nobody claimed.
  *
  * Not prestarted: functions with mounts (their files travel after the pod exists, per
- * shim), and more than PRESTART_MAX functions. */
+ * shim), functions past the first `max` (KRMPOD_PRESTART_MAX), and any once the namespace's
+ * ResourceQuota refuses a pod (prestart must not take the room other renders need). */
 #ifndef KRMPOD_PRESTART_H
 #define KRMPOD_PRESTART_H
 
@@ -27,7 +28,6 @@
 #include "kustomization.h"
 #include "settings.h"
 
-#define PRESTART_MAX 16
 /* How long a shim waits for an offer for its key that is still being created. */
 #define PRESTART_WAIT_MS 3000
 
@@ -46,10 +46,10 @@ struct prestart;
  * directory under tmpdir (*out_dir, owned by the prestart). `allow_network` is what generate
  * tells kustomize; `environ_` the environment the shims will see (bare -e names resolve in
  * it); `template_file` / `overrides_file` what the shims will be given (may be NULL). */
-int prestart_begin(const struct kfn *fns, size_t n, bool allow_network, char *const *environ_,
-                   const char *tmpdir, const char *template_file, const char *overrides_file,
-                   int64_t deadline_epoch_ms, struct prestart **out, const char **out_dir,
-                   struct err **err);
+int prestart_begin(const struct kfn *fns, size_t n, size_t max, bool allow_network,
+                   char *const *environ_, const char *tmpdir, const char *template_file,
+                   const char *overrides_file, int64_t deadline_epoch_ms, struct prestart **out,
+                   const char **out_dir, struct err **err);
 
 /* Tells the janitor to delete every pod nobody claimed, waits for it, removes the directory.
  * NULL is fine. */

@@ -129,3 +129,17 @@ def test_refused_token_is_401(kubesim, tmp_path):
     r = run_shim(kubesim, CAT, stdin=b"x", env=env)
     assert r.returncode == 125
     assert b"401" in r.stderr
+
+
+def test_full_resource_quota_is_waited_out(kubesim):
+    kubesim.faults(quota_exceeded_count=3)
+    r = run_shim(kubesim, CAT, stdin=b"room at last")
+    ok(r, b"room at last")
+    assert b"ResourceQuota is full" in r.stderr and b"exceeded quota" in r.stderr
+
+
+def test_full_resource_quota_until_the_start_timeout(kubesim):
+    kubesim.faults(quota_exceeded_count=1000)
+    r = run_shim(kubesim, CAT, stdin=b"x", env=base_env(kubesim, KRMPOD_START_TIMEOUT="1500ms"))
+    assert r.returncode == 125 and r.stdout == b""
+    assert b"exceeded quota" in r.stderr and b"403" in r.stderr, r.stderr

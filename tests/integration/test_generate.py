@@ -432,3 +432,19 @@ def test_prestart_can_be_turned_off(kubesim, tmp_path):
     assert len(posts) == 2, posts
     r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="sometimes"))
     assert r.returncode == 1 and b"KRMPOD_PRESTART=sometimes" in r.stderr
+
+
+def test_prestart_stays_within_its_cap_and_the_quota(kubesim, tmp_path):
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_PRESTART_MAX="1"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "1 pods started ahead" in err and "1 claimed" in err, err
+    # a full quota stops prestart at once; the shims still get their pods
+    kubesim.faults(quota_exceeded_count=1)
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "no more pods started ahead" in err, err
+    assert "started ahead by generate" not in err
+    r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_PRESTART_MAX="0"))
+    assert r.returncode == 1 and b"KRMPOD_PRESTART_MAX=0" in r.stderr

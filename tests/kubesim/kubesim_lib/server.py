@@ -726,6 +726,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 warn = None
             dry = self.qget("dryRun") == "All"
+            if resource == "pods" and self.server.faults.take("quota_exceeded_count"):
+                md = obj.get("metadata") or {}
+                return self.send_status(
+                    403, "Forbidden", "pods \"%s\" is forbidden: exceeded quota: krmpod, "
+                    "requested: pods=1, used: pods=16, limited: pods=16"
+                    % (md.get("name") or md.get("generateName") or ""),
+                    {"name": md.get("name") or "", "kind": "pods"})
             create = cl.create_pod if resource == "pods" else cl.create_template
             created, err = create(ns, obj, dry_run=dry)
             if err:
