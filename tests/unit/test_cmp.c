@@ -11,6 +11,7 @@
 #include "kustomization.h"
 #include "prestart.h"
 #include "settings.h"
+#include "unit_settings.h"
 
 static void clear_env(void)
 {
@@ -107,18 +108,6 @@ TEST(quantities_and_sizes)
 	err_free(e);
 }
 
-static struct settings plain_settings(void)
-{
-	struct settings s = {0};
-	s.timeout_ms = 300000;
-	s.start_timeout_ms = 120000;
-	s.cpu_request = "100m";
-	s.cpu_limit = "1";
-	s.memory_request = "64Mi";
-	s.memory_limit = "512Mi";
-	return s;
-}
-
 TEST(prestart_key_is_the_pod_not_the_order_or_the_clock)
 {
 	struct fn_env ab[] = {{"A", "1"}, {"B", "2"}}, ba[] = {{"B", "2"}, {"A", "1"}};
@@ -130,7 +119,7 @@ TEST(prestart_key_is_the_pod_not_the_order_or_the_clock)
 	                        .want_stdin = true};
 	struct fn_request r2 = r1;
 	r2.env = ba;
-	struct settings s1 = plain_settings(), s2 = plain_settings();
+	struct settings s1 = unit_settings(300000), s2 = unit_settings(300000);
 	s2.timeout_ms = 12345;
 	CHECK(prestart_key(&r1, &s1) == prestart_key(&r2, &s2));
 	struct fn_request r3 = r1;
@@ -140,7 +129,7 @@ TEST(prestart_key_is_the_pod_not_the_order_or_the_clock)
 	struct fn_request r4 = r1;
 	r4.env = a2;
 	CHECK(prestart_key(&r1, &s1) != prestart_key(&r4, &s1));
-	struct settings s3 = plain_settings();
+	struct settings s3 = unit_settings(300000);
 	s3.memory_limit = "1Gi";
 	CHECK(prestart_key(&r1, &s1) != prestart_key(&r1, &s3));
 }

@@ -5,6 +5,7 @@
 #include "check.h"
 #include "json.h"
 #include "pod_spec.h"
+#include "unit_settings.h"
 
 static struct json *build(struct fn_request *req, struct settings *s)
 {
@@ -21,18 +22,6 @@ static struct json *build(struct fn_request *req, struct settings *s)
 	return j;
 }
 
-static struct settings base_settings(void)
-{
-	struct settings s = {0};
-	s.timeout_ms = 299500;
-	s.start_timeout_ms = 120000;
-	s.cpu_request = "100m";
-	s.cpu_limit = "1";
-	s.memory_request = "64Mi";
-	s.memory_limit = "512Mi";
-	return s;
-}
-
 TEST(locked_down)
 {
 	struct fn_env env[] = {{"A", "1"}, {"QUOTE", "say \"hi\"\n"}};
@@ -42,7 +31,7 @@ TEST(locked_down)
 	                         .run_as_user = 65534,
 	                         .run_as_group = 65534,
 	                         .want_stdin = true};
-	struct settings s = base_settings();
+	struct settings s = unit_settings(299500);
 	struct json *p = build(&req, &s);
 	CHECK(p != NULL);
 	CHECK_STR(json_str(json_path(p, "kind")), "Pod");
@@ -93,7 +82,7 @@ TEST(network_owner_labels_pull_args)
 	                         .n_args = 1,
 	                         .run_as_user = 1000,
 	                         .run_as_group = 1000};
-	struct settings s = base_settings();
+	struct settings s = unit_settings(299500);
 	s.labels = labels;
 	s.n_labels = 1;
 	s.owner_pod = "argocd-repo-server-7c9";
