@@ -186,12 +186,10 @@ static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
 /* Per-function resource overrides: the krmpod.dev/cpu-limit and krmpod.dev/memory-limit
  * annotations of the function configs in the tree, checked against the admin's maxima and
  * handed to the shims as a file (*out; NULL when no config has one). */
-static int collect_overrides(const struct kfn *fns, size_t n, char **out, struct err **err)
+static int collect_overrides(const struct settings *s, const struct kfn *fns, size_t n, char **out,
+                             struct err **err)
 {
 	*out = NULL;
-	struct settings s;
-	if (settings_load(&s, err) < 0)
-		return -1;
 	cleanup_buf struct buf b;
 	buf_init(&b, 0);
 	int rc = 0;
@@ -199,10 +197,10 @@ static int collect_overrides(const struct kfn *fns, size_t n, char **out, struct
 		if (!fns[i].cpu_limit && !fns[i].memory_limit)
 			continue;
 		if ((fns[i].cpu_limit &&
-		     settings_check_override(&s, fns[i].where, ANNOTATION_CPU_LIMIT,
+		     settings_check_override(s, fns[i].where, ANNOTATION_CPU_LIMIT,
 		                             fns[i].cpu_limit, err) < 0) ||
 		    (fns[i].memory_limit &&
-		     settings_check_override(&s, fns[i].where, ANNOTATION_MEMORY_LIMIT,
+		     settings_check_override(s, fns[i].where, ANNOTATION_MEMORY_LIMIT,
 		                             fns[i].memory_limit, err) < 0)) {
 			rc = -1;
 			break;
@@ -211,39 +209,32 @@ static int collect_overrides(const struct kfn *fns, size_t n, char **out, struct
 		           fns[i].cpu_limit ? fns[i].cpu_limit : "",
 		           fns[i].memory_limit ? fns[i].memory_limit : "");
 	}
-	settings_clear(&s);
 	if (rc < 0 || b.len == 0)
 		return rc;
 	return write_temp_file("krmpod-overrides", b.data, b.len, out, err);
 }
 
-/* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run, checked, and
- * handed to the shims as a file (*out: its path, to unlink; NULL when there is nothing to
- * prefetch), so that no function pays a request for it. */
-static int prefetch_template(char **out, struct err **err)
+/* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run (into s),
+ * checked, and handed to the shims as a file (*out: its path, to unlink; NULL when there is
+ * nothing to prefetch), so that no function pays a request for it. */
+static int prefetch_template(struct settings *s, char **out, struct err **err)
 {
 	*out = NULL;
-	struct settings s;
-	if (settings_load(&s, err) < 0)
-		return -1;
-	if (s.pod_template == NULL || strchr(s.pod_template, '/')) {
-		settings_clear(&s);
+	if (s->pod_template == NULL || strchr(s->pod_template, '/'))
 		return 0;
-	}
 	struct kube_config *cfg = NULL;
 	int rc = kube_config_load(&cfg, err);
 	if (rc == 0)
-		rc = pod_template_load(&s, cfg, fn_invoke_namespace(&s, cfg), err);
+		rc = pod_template_load(s, cfg, fn_invoke_namespace(s, cfg), err);
 	if (rc == 0) {
 		cleanup_buf struct buf b;
 		buf_init(&b, 0);
 		struct jw w;
 		jw_init(&w, &b);
-		json_write(&w, s.template);
+		json_write(&w, s->template);
 		rc = write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
 	}
 	kube_config_free(cfg);
-	settings_clear(&s);
 	return rc;
 }
 
@@ -287,14 +278,20 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	const char *pre_dir = NULL;
 	cleanup_buf struct buf out;
 	buf_init(&out, 0);
-	if (check_function_settings(err) < 0 || need_kustomization("generate", err) < 0 ||
-	    shim_dir_open(&cs, &sd, err) < 0 || prefetch_template(&template_file, err) < 0)
+	/* The shims' settings, loaded once: a bad value fails here, before any pod exists. */
+	struct settings fs = {0};
+	if (settings_load(&fs, err) < 0) {
+		cmp_settings_clear(&cs);
+		return -1;
+	}
+	if (need_kustomization("generate", err) < 0 || shim_dir_open(&cs, &sd, err) < 0 ||
+	    prefetch_template(&fs, &template_file, err) < 0)
 		goto done;
 	if (kustomization_functions(".", &fns, &n_fns, err) < 0) {
 		err_wrap(err, "generate: read the function configs");
 		goto done;
 	}
-	if (collect_overrides(fns, n_fns, &overrides_file, err) < 0)
+	if (collect_overrides(&fs, fns, n_fns, &overrides_file, err) < 0)
 		goto done;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -334,6 +331,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	rc = 0;
 done:
 	prestart_end(pre);
+	settings_clear(&fs);
 	kustomization_functions_free(fns, n_fns);
 	shim_dir_close(&sd);
 	if (template_file)

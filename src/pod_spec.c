@@ -148,6 +148,13 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 	}
 }
 
+void pod_spec_write_attach_fields(struct jw *w)
+{
+	jw_kv_bool(w, "stdin", true);
+	jw_kv_bool(w, "stdinOnce", true);
+	jw_kv_bool(w, "tty", false);
+}
+
 void pod_spec_write_security_context(struct jw *w)
 {
 	jw_key(w, "securityContext");
@@ -180,9 +187,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 			jw_str(w, req->args[i]);
 		jw_arr_end(w);
 	}
-	jw_kv_bool(w, "stdin", true);
-	jw_kv_bool(w, "stdinOnce", true);
-	jw_kv_bool(w, "tty", false);
+	pod_spec_write_attach_fields(w);
 	jw_key(w, "env");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < req->n_env; i++) {

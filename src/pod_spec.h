@@ -37,6 +37,10 @@ void pod_spec_build(const struct fn_request *req, const struct settings *s, stru
  * non-root, all capabilities dropped) that every container of a function pod gets. */
 void pod_spec_write_security_context(struct jw *w);
 
+/* The fields that make a container attachable the way krmpod streams it: stdin and stdinOnce
+ * (the runtime closes stdin when the first attach's stdin ends), no tty. */
+void pod_spec_write_attach_fields(struct jw *w);
+
 /* The generateName prefix for an image: "krmpod-" + the image's last path segment without
  * tag/digest, lowercased, non-alphanumerics as '-', cut so the name stays ≤ 63 chars with
  * the 5 random characters the server adds. Returns a new string ending in '-'. */
