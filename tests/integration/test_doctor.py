@@ -82,3 +82,13 @@ def test_weak_template_is_reported(kubesim, tmp_path):
     out = r.stdout.decode()
     assert r.returncode == 1
     assert "[FAIL] KRMPOD_POD_TEMPLATE file %s: spec.hostNetwork is true" % t in out, out
+
+
+def test_no_rights_at_all(kubesim, tmp_path):
+    none = open(kubesim.state + "/token-none").read().strip()
+    r = doctor(in_cluster_env(kubesim, tmp_path, none))
+    out = r.stdout.decode()
+    assert r.returncode == 1, out
+    assert "[FAIL] permission pods get in namespace default is missing" in out, out
+    assert "[FAIL] NetworkPolicies in default: cannot list them" in out, out
+    assert "grant networkpolicies get, list" in out

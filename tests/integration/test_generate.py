@@ -448,3 +448,24 @@ def test_prestart_stays_within_its_cap_and_the_quota(kubesim, tmp_path):
     assert "started ahead by generate" not in err
     r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_PRESTART_MAX="0"))
     assert r.returncode == 1 and b"KRMPOD_PRESTART_MAX=0" in r.stderr
+
+
+def test_shim_dir_and_tmpdir_errors_are_named(kubesim, tmp_path):
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_SHIM_DIR=str(tmp_path / "nobin")))
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"KRMPOD_SHIM_DIR=" in r.stderr and b"symlink to krmpod named docker" in r.stderr
+    r = generate(app, cmp_env(kubesim, tmp_path, TMPDIR=str(tmp_path / "missing")))
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"set TMPDIR to a writable directory" in r.stderr, r.stderr
+
+
+def test_deadline_variable_errors_are_named(kubesim, tmp_path):
+    from conftest import run_shim, KUSTOMIZE_RUN, base_env
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=b"x",
+                 env=base_env(kubesim, KRMPOD_DEADLINE_MS="tomorrow"))
+    assert r.returncode == 125 and b"KRMPOD_DEADLINE_MS=tomorrow" in r.stderr, r.stderr
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=b"x",
+                 env=base_env(kubesim, KRMPOD_DEADLINE_MS="1000"))
+    assert r.returncode == 125
+    assert b"generate's deadline (KRMPOD_GENERATE_TIMEOUT) passed" in r.stderr, r.stderr

@@ -145,3 +145,19 @@ def test_named_template_read_once_per_generate(kubesim, tmp_path):
         assert len(creates) == 2, creates
     finally:
         kubesim.control("DELETE", "/api/v1/namespaces/default/podtemplates/functions")
+
+
+def test_template_shape_errors_are_named(kubesim, tmp_path):
+    cases = [
+        ({"apiVersion": "v1", "kind": "ConfigMap", "data": {}}, "not a PodTemplate"),
+        ({"spec": {"volumes": [{"name": "krmpod-mount-0", "emptyDir": {}}]}},
+         "reserved for krmpod's own volumes"),
+        ({"spec": {"initContainers": [{"name": "x", "image": "busybox"}]}},
+         "a template cannot add init containers"),
+    ]
+    for i, (doc, msg) in enumerate(cases):
+        path = write_template(tmp_path, doc, "shape-%d.yaml" % i)
+        r = run_shim(kubesim, CAT, stdin=b"x", env=base_env(kubesim, KRMPOD_POD_TEMPLATE=path))
+        assert r.returncode == 125, r.stderr
+        assert msg.encode() in r.stderr, (msg, r.stderr)
+    assert kubesim.api_pods() == []
