@@ -297,3 +297,30 @@ def test_podtemplates(ks, kubectl, tmp_path):
     assert r.stdout == b'podtemplate "fn-template" deleted\n'
     r = kubectl("get", "podtemplate", "fn-template")
     assert r.returncode == 1 and 'podtemplates "fn-template" not found' in err(r)
+
+
+def test_networkpolicies(ks, kubectl, tmp_path):
+    """What `krmpod doctor` reads: the policies of manifests/ created and listed by kubectl."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    src = open(os.path.join(root, "manifests", "functions", "networkpolicies.yaml")).read()
+    f = tmp_path / "np.yaml"
+    f.write_text(src.replace("namespace: krmpod-functions", "namespace: default"))
+    r = kubectl("create", "-f", str(f))
+    assert r.returncode == 0, err(r)
+    assert r.stdout.decode().splitlines() == [
+        "networkpolicy.networking.k8s.io/krmpod-deny-all created",
+        "networkpolicy.networking.k8s.io/krmpod-network-granted created"]
+    r = kubectl("get", "networkpolicies", "-o", "name", check=True)
+    assert r.stdout.decode().split() == ["networkpolicy.networking.k8s.io/krmpod-deny-all",
+                                         "networkpolicy.networking.k8s.io/krmpod-network-granted"]
+    r = kubectl("get", "networkpolicy", "krmpod-deny-all", "-o", "json", check=True)
+    assert json.loads(r.stdout)["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    r = kubectl("get", "networkpolicies", "--kubeconfig",
+                os.path.join(ks.state, "kubeconfig-readonly"), "-o", "name")
+    assert r.returncode == 0 and b"krmpod-deny-all" in r.stdout
+    r = kubectl("delete", "-f", str(f), check=True)
+    r = kubectl("get", "networkpolicies", "-o", "name", check=True)
+    assert r.stdout == b""
+    f.write_text(src.replace("policyTypes:", "policyType:", 1))
+    r = kubectl("create", "-f", str(f))
+    assert r.returncode == 1 and 'unknown field "spec.policyType"' in err(r), err(r)

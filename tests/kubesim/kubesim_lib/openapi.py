@@ -12,6 +12,10 @@ RESOURCES = [  # (path of the item, kind, namespaced)
     ("/api/v1/namespaces/{namespace}/podtemplates/{name}", "PodTemplate", True),
     ("/api/v1/namespaces/{name}", "Namespace", False),
 ]
+NETWORKING = [
+    ("/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies/{name}",
+     "NetworkPolicy", True),
+]
 QUERY = ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")
 
 
@@ -22,36 +26,37 @@ def _param(name, where="query", required=False):
     return p
 
 
-def _op(action, kind, op_id, params):
-    return {"operationId": op_id, "tags": ["core_v1"],
+def _op(action, kind, op_id, params, group=""):
+    return {"operationId": op_id, "tags": [(group.split(".")[0] or "core") + "_v1"],
             "parameters": params,
             "responses": {"200": {"description": "OK"}, "401": {"description": "Unauthorized"}},
             "x-kubernetes-action": action,
-            "x-kubernetes-group-version-kind": {"group": "", "kind": kind, "version": "v1"}}
+            "x-kubernetes-group-version-kind": {"group": group, "kind": kind, "version": "v1"}}
 
 
-def _core_v1():
+def _group_v1(resources, group="", op_group="CoreV1"):
     paths = {}
-    for item, kind, namespaced in RESOURCES:
+    for item, kind, namespaced in resources:
         path_params = [_param("name", "path", True)]
         if namespaced:
             path_params.append(_param("namespace", "path", True))
         scope = "Namespaced" if namespaced else ""
         paths[item] = {
-            "get": _op("get", kind, "readCoreV1%s%s" % (scope, kind), path_params),
-            "patch": _op("patch", kind, "patchCoreV1%s%s" % (scope, kind),
-                         path_params + [_param(q) for q in QUERY]),
+            "get": _op("get", kind, "read%s%s%s" % (op_group, scope, kind), path_params, group),
+            "patch": _op("patch", kind, "patch%s%s%s" % (op_group, scope, kind),
+                         path_params + [_param(q) for q in QUERY], group),
         }
         if namespaced:
             coll = item.rsplit("/", 1)[0]
-            paths[coll] = {"post": _op("post", kind, "createCoreV1Namespaced%s" % kind,
+            paths[coll] = {"post": _op("post", kind, "create%sNamespaced%s" % (op_group, kind),
                                        [_param("namespace", "path", True)] +
-                                       [_param(q) for q in QUERY if q != "force"])}
+                                       [_param(q) for q in QUERY if q != "force"], group)}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes (kubesim)", "version": "v1.32.0"},
             "paths": paths, "components": {"schemas": {}}}
 
 
-DOCS = {"api/v1": _core_v1()}
+DOCS = {"api/v1": _group_v1(RESOURCES),
+        "apis/networking.k8s.io/v1": _group_v1(NETWORKING, "networking.k8s.io", "NetworkingV1")}
 
 
 def etag(doc):

@@ -560,6 +560,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = self.parse_body(body, "NetworkPolicy")
             if obj is None:
                 return
+            bad = sorted(k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")) + \
+                sorted("spec." + k for k in (obj.get("spec") or {})
+                       if k not in ("podSelector", "policyTypes", "ingress", "egress"))
+            if bad and (self.qget("fieldValidation") or "Strict") == "Strict":
+                return self.send_status(400, "BadRequest", "NetworkPolicy in version \"v1\" "
+                                        "cannot be handled as a NetworkPolicy: strict decoding "
+                                        "error: %s" % ", ".join('unknown field "%s"' % b
+                                                                for b in bad))
             md = obj.setdefault("metadata", {})
             key = (ns, md.get("name"))
             if not md.get("name"):
