@@ -92,11 +92,12 @@ static int parse_id(const char *s, size_t n, const char *flag, const char *value
 	errno = 0;
 	long v = strtol(tmp, NULL, 10);
 	if (errno == 0 && v == 0)
-		return err_set(err, ERR_USAGE,
-		               "%s %s: function pods never run as root (kpt's --as-current-user "
-		               "passes the ids kpt runs with: run kpt as a non-root user, or without "
-		               "--as-current-user)",
-		               flag, value);
+		return err_set(
+		        err, ERR_USAGE,
+		        "%s %s: function pods never run as root (kpt's --as-current-user "
+		        "passes the ids kpt runs with: run kpt as a non-root user, or without "
+		        "--as-current-user)",
+		        flag, value);
 	if (errno || v <= 0 || v > 2147483647L)
 		return err_set(
 		        err, ERR_USAGE,
