@@ -127,7 +127,8 @@ def kpt(args, cwd, env, as_user=False):
     if as_user:
         argv = ["setpriv", "--reuid=%d" % USER_ID, "--regid=%d" % GROUP_ID,
                 "--clear-groups"] + argv
-        env = dict(env, USER="kpt-user")  # kpt's user.Current() needs it for an id without a passwd entry
+        # kpt's user.Current() needs $USER for an id without a passwd entry
+        env = dict(env, USER="kpt-user")
     return subprocess.run(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
 
@@ -185,7 +186,8 @@ class PodWatch:
         while len(self.pods) < n and time.time() < deadline:
             time.sleep(0.05)
         try:
-            self.conn.sock.shutdown(socket.SHUT_RDWR)  # ends the reader's recv; close() would wait for it
+            # ends the reader's recv (close() alone would wait for it)
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.conn.close()
@@ -213,7 +215,8 @@ def test_render_pipeline_of_two_functions(kubesim, tmp_path):
     assert rendered.count("app: demo") == 4, rendered  # 2 items + selector + template
     assert rendered.count("krmpod.test/touched: 'true'") == 2, rendered
     err = runs["pods"].stderr.decode()
-    assert '"set-labels: labelled 3 items"' in err and '"add-label: labelled 3 items"' in err  # Kptfile too
+    # the functions' stderr, in kpt's results (3 items: the Kptfile is one)
+    assert '"set-labels: labelled 3 items"' in err and '"add-label: labelled 3 items"' in err
     assert "gcr.io/kpt-fn/set-labels:v0.1" in err, err
     assert len(pod_creations(kubesim, before)) == 2, kubesim.requests()[before:]
     no_sanitizer_reports(runs["pods"].stderr)
