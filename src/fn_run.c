@@ -400,14 +400,10 @@ static int copy_held(int from, int to, const char *what, struct err **err)
 	}
 }
 
-/* The length of the part of a finished function's log that the attach did not deliver: the
- * log is that part followed by the attached bytes (`attached` of them, the first `plen`
- * captured in `prefix`). When the log does not end that way (cut at LIMIT_POD_LOG), the
- * attached output's first occurrence in it marks the end of the part. Returns -1 when the
- * two cannot be lined up. */
-static long long preattach_len(const char *log, size_t log_len, uint64_t attached,
-                               const char *prefix, size_t plen)
+long long fn_run_preattach_len(const char *log, size_t log_len, uint64_t attached,
+                               const char *prefix, size_t prefix_len)
 {
+	size_t plen = prefix_len;
 	if (plen > attached)
 		plen = (size_t)attached;
 	if (attached <= log_len) {
@@ -439,9 +435,9 @@ static int release_held(struct run *r, const struct pod_state *st,
 		         "(%s); such output, if any, is missing",
 		         e->msg);
 	} else {
-		long long pre = preattach_len(log.data ? log.data : "", log.len,
-		                              res->bytes_out + res->bytes_err, res->prefix,
-		                              res->prefix_len);
+		long long pre = fn_run_preattach_len(log.data ? log.data : "", log.len,
+		                                     res->bytes_out + res->bytes_err, res->prefix,
+		                                     res->prefix_len);
 		if (pre < 0)
 			log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the "
 			         "attach delivered; output written before the attach, if any, is "
