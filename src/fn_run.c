@@ -314,9 +314,8 @@ static int write_log_output(struct run *r, const char *data, size_t n, bool to_s
 	if (n == 0)
 		return 0;
 	if (to_stdout)
-		log_warn("%s: its %zu bytes of output come from the pod log, where stdout and "
-		         "stderr "
-		         "cannot be told apart: all of it goes to stdout",
+		log_warn("%s: its %zu bytes of output come from the pod log, where stdout "
+		         "and stderr cannot be told apart: all of it goes to stdout",
 		         when, n);
 	else
 		log_debug("%s: its %zu bytes of output come from the pod log and go to stderr",
