@@ -24,6 +24,8 @@ IP_RE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 CONTAINER_ID_RE = re.compile(r"^[a-z]+://[0-9a-f]+$")
 SA_USER_RE = re.compile(r"system:serviceaccount:[a-z0-9-]+:")
 API_ACCESS_RE = re.compile(r"kube-api-access-[a-z0-9]{5}")
+RV_QUERY_RE = re.compile(r"resourceVersion=\d+")
+TOO_OLD_RE = re.compile(r"too old resource version: \d+ \(\d+\)")
 
 # Pod fields kubesim does not produce, on purpose (krmpod reads none of them). A path is
 # dotted keys with [] for list items.
@@ -53,6 +55,8 @@ def normalize(obj, names):
             s = s.replace(old, new)
         s = SA_USER_RE.sub("system:serviceaccount:<ns>:", s)
         s = API_ACCESS_RE.sub("kube-api-access-<gen>", s)
+        s = RV_QUERY_RE.sub("resourceVersion=<rv>", s)
+        s = TOO_OLD_RE.sub("too old resource version: <rv> (<rv>)", s)
         if TIME_RE.match(s):
             return "<time>"
         if MICROTIME_RE.match(s):
