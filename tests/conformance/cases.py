@@ -312,6 +312,7 @@ def case_pod_exited_before_attach(t, rec):
         attach(t, rec, name, stdin=b"late\n")
         get(t, rec, log_path(t, name), "log")
     lifecycle(t, rec, fn_pod("cf-early", "echo early; sleep 0.1; echo early-err >&2"), body)
+    rec.steps[-1]["view"] = "pod-short"
 
 
 def case_pod_unschedulable(t, rec):
@@ -405,6 +406,7 @@ def case_pod_oom(t, rec):
         t.oom(False)
     for s in rec.steps:
         s["patterns"] = OOM_PATTERNS
+    rec.steps[-1]["view"] = "pod-short"
 
 
 def case_pod_init_container(t, rec):

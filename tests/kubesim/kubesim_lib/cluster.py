@@ -888,13 +888,9 @@ class Cluster:
         threading.Thread(target=self._monitor, args=(rt,), daemon=True).start()
         if rt.stopped.wait(self.faults.get("start_latency_ms", 0) / 1000.0):
             return
+        # The kubelet creates the sandbox and starts the containers in one sync; the next
+        # relist shows them running, together with the sandbox.
         rt.sandbox_ready = True
-        # The kubelet starts containers in the sync that follows the relist which saw the
-        # sandbox ready; the next relist shows them running (together with the sandbox).
-        period = self.relist_period()
-        if period > 0 and rt.stopped.wait(max(0.0, self._next_tick(period) -
-                                              time.monotonic())):
-            return
         for cspec in spec.get("initContainers") or []:
             c = self._start_container(rt, cspec, True, [cspec])
             if c is None:
