@@ -587,6 +587,10 @@ class Cluster:
             p = self.pods.get(key)
             if p is None or p["metadata"]["uid"] != rt.uid:
                 return
+            # the kubelet reports the containers' final states before it removes the pod
+            for c in rt.containers.values():
+                if c.exited.is_set():
+                    c.seen_exit.set()
             self._render(p, rt)
             self._remove(*key)
 
