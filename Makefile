@@ -64,7 +64,7 @@ build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS) | build/deps/glibc/.d
 	@mkdir -p $(@D)
 	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
-.PHONY: all asan glibc unit test test-deps integration kubesim-test manifests-test e2e-selftest demo bench fmt fmt-check lint clean distclean image-local
+.PHONY: all asan glibc unit test test-deps integration kubesim-test conformance-record manifests-test e2e-selftest demo bench fmt fmt-check lint clean distclean image-local
 all: build/krmpod
 asan: build/asan/krmpod
 glibc: build/glibc/krmpod
@@ -109,6 +109,14 @@ build/bench/measure: bench/measure.c
 
 bench: test-deps build/krmpod build/bench/measure
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
+
+# Records the real API server's answers to krmpod's requests into tests/conformance/data/
+# (needs root and ../shared/k8s/realkube: it starts the shared cluster if it is not running,
+# never stops it). The replay against kubesim is part of kubesim-test.
+REALKUBE ?= ../shared/k8s/realkube
+conformance-record: test-deps
+	$(REALKUBE) start >/dev/null
+	eval "$$($(REALKUBE) env)" && $(PYTHON) tests/conformance/record.py
 
 lint: test-deps
 	scripts/lint.sh

@@ -1,8 +1,9 @@
 /* cmd_doctor.c — `krmpod doctor`: preflight checks of the cluster side, printed as a report
- * on stdout: settings, credentials, the permissions krmpod needs in the functions namespace
- * (SelfSubjectAccessReview), whether NetworkPolicies really isolate function pods (without
- * them the krmpod.dev/network labels isolate nothing), and the PodTemplate. Exits 0 when
- * nothing failed, 1 otherwise. */
+ * on stdout: settings, credentials, the server's Kubernetes version (1.30 or newer, for the
+ * v5.channel.k8s.io stream protocol), the permissions krmpod needs in the functions
+ * namespace (SelfSubjectAccessReview), whether NetworkPolicies really isolate function pods
+ * (without them the krmpod.dev/network labels isolate nothing), and the PodTemplate. Exits 0
+ * when nothing failed, 1 otherwise. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "fn_config.h"
 #include "json.h"
 #include "kube_http.h"
+#include "kube_version.h"
 #include "kubeconfig.h"
 #include "netpol.h"
 #include "pod_spec.h"
@@ -42,6 +44,30 @@ static void line(struct report *r, const char *tag, const char *fmt, ...)
 	vprintf(fmt, ap);
 	putchar('\n');
 	va_end(ap);
+}
+
+/* The server must speak v5.channel.k8s.io (kube_version.h). */
+static void check_version(struct report *r, struct kube_client *c)
+{
+	struct kube_version v;
+	cleanup_err struct err *e = NULL;
+	if (kube_version_get(c, &v, &e) < 0) {
+		line(r, "WARN",
+		     "server version: cannot read it (%s); krmpod needs Kubernetes %d.%d "
+		     "or newer",
+		     e->msg, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR);
+		return;
+	}
+	if (kube_version_supported(&v))
+		line(r, "ok", "server version: Kubernetes %s (krmpod needs %d.%d or newer)", v.text,
+		     KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR);
+	else
+		line(r, "FAIL",
+		     "server version: Kubernetes %s is too old: krmpod needs %d.%d or newer, the "
+		     "first release with the v5.channel.k8s.io stream protocol (it can close a "
+		     "function's stdin); every function would fail at its attach: upgrade the "
+		     "cluster",
+		     v.text, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR);
 }
 
 struct perm {
@@ -221,6 +247,7 @@ int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err)
 		return -1;
 	}
 	kube_client_set_cancel(c, &signals_cancel);
+	check_version(&r, c);
 	if (s.pod_template) {
 		cleanup_err struct err *e = NULL;
 		if (pod_template_load(&s, cfg, ns, &e) < 0)

@@ -28,6 +28,8 @@
 
 #define PROTOCOL "v5.channel.k8s.io"
 #define TICK_US  (50 * LWS_US_PER_MS)
+/* Longest wait for GET /version after a refused upgrade (within the stream's deadline). */
+#define VERSION_READ_MS 5000
 
 struct kube_stream {
 	struct kube_config *cfg;
@@ -326,6 +328,88 @@ static int port_number(const char *s)
 	return end != s && *end == '\0' && v > 0 && v < 65536 ? (int)v : 443;
 }
 
+/* The namespace and the subresource ("attach", "exec") of a path built by kube_attach_path or
+ * kube_exec_path: "/api/v1/namespaces/NS/pods/POD/SUB?...". New strings. */
+static void path_parts(const char *path, char **ns, char **sub)
+{
+	static const char prefix[] = "/api/v1/namespaces/";
+	*ns = *sub = NULL;
+	if (strncmp(path, prefix, sizeof(prefix) - 1) == 0) {
+		const char *p = path + sizeof(prefix) - 1;
+		*ns = xstrndup(p, strcspn(p, "/"));
+		size_t end = strcspn(path, "?");
+		const char *slash = memrchr(path, '/', end);
+		if (slash)
+			*sub = xstrndup(slash + 1, end - (size_t)(slash + 1 - path));
+	}
+	if (*ns == NULL)
+		*ns = xstrdup("(unknown)");
+	if (*sub == NULL)
+		*sub = xstrdup("attach");
+}
+
+char *kube_stream_refusal_text(const char *path, const struct kube_version *v, const char *why)
+{
+	cleanup_free char *ns = NULL, *sub = NULL;
+	path_parts(path, &ns, &sub);
+	cleanup_free char *rbac = xasprintf("RBAC: the credentials need pods/%s create and get in "
+	                                    "namespace %s (`krmpod doctor` checks them)",
+	                                    sub, ns);
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "the API server refused the stream upgrade; ");
+	if (v && !kube_version_supported(v))
+		buf_printf(
+		        &b,
+		        "likely cause: the server runs Kubernetes %s, older than %d.%d, the first "
+		        "release with the %s stream protocol krmpod needs (it can close a "
+		        "function's stdin): upgrade the cluster to %d.%d or newer; other possible "
+		        "cause: %s",
+		        v->text, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, PROTOCOL,
+		        KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, rbac);
+	else if (v)
+		buf_printf(&b,
+		           "likely cause: %s; not the server's version: it runs Kubernetes %s, and "
+		           "krmpod needs %d.%d or newer (for the %s stream protocol)",
+		           rbac, v->text, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, PROTOCOL);
+	else
+		buf_printf(&b,
+		           "possible causes: %s; or a server older than Kubernetes %d.%d, which "
+		           "does not speak the %s stream protocol krmpod needs (its version could "
+		           "not be read%s%s)",
+		           rbac, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, PROTOCOL,
+		           why ? ": " : "", why ? why : "");
+	return buf_steal(&b, NULL);
+}
+
+/* Fails for an upgrade refused with 403, after reading the server's version (the only
+ * request that reads it on the attach path) to tell the two causes apart. */
+static int refused(struct kube_config *cfg, const struct kube_stream_opts *o, struct err **err)
+{
+	struct kube_version v;
+	bool known = false;
+	cleanup_err struct err *verr = NULL;
+	cleanup_kube_client struct kube_client *c = NULL;
+	if (kube_client_new(cfg, &c, &verr) == 0) {
+		int64_t until = kube_now_ms() + VERSION_READ_MS;
+		if (o->deadline_ms && o->deadline_ms < until)
+			until = o->deadline_ms;
+		kube_client_set_cancel(c, o->cancel);
+		kube_client_set_deadline(c, until);
+		known = kube_version_get(c, &v, &verr) == 0;
+	}
+	if (known)
+		log_debug("stream upgrade refused (403); the server runs Kubernetes %s", v.text);
+	cleanup_free char *text =
+	        kube_stream_refusal_text(o->path, known ? &v : NULL, verr ? verr->msg : NULL);
+	err_set(err, ERR_API, "GET %s: 403 Forbidden: %s", o->path, text);
+	if (err) {
+		(*err)->http_status = 403;
+		snprintf((*err)->reason, sizeof((*err)->reason), "Forbidden");
+	}
+	return -1;
+}
+
 /* Checks cancellation and the deadline; returns -1 with *err when the stream must stop. */
 static int check_stop(struct kube_stream *s, struct err **err)
 {
@@ -419,12 +503,13 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 		lws_service(s->ctx, 0);
 	}
 	if (!s->established) {
-		if (s->http_status >= 400)
+		if (s->http_status == 403)
+			refused(cfg, opts, err);
+		else if (s->http_status >= 400)
 			err_set(err, ERR_API,
 			        "GET %s: %d %s: the server refused the stream upgrade (%s)",
 			        opts->path, s->http_status,
-			        s->http_status == 403   ? "Forbidden"
-			        : s->http_status == 404 ? "NotFound"
+			        s->http_status == 404   ? "NotFound"
 			        : s->http_status == 401 ? "Unauthorized"
 			                                : "BadRequest",
 			        s->fail_reason);

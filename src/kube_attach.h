@@ -4,7 +4,10 @@
  * The connection offers only v5.channel.k8s.io. If the server picks anything else (or
  * none), opening fails with ERR_NET explaining that Kubernetes 1.30+ is required (v4 cannot
  * half-close stdin). A refused upgrade (HTTP 4xx/5xx) fails with ERR_API carrying the
- * status and the server's Status message (e.g. 403 Forbidden: cannot create pods/attach).
+ * status. A 403 has two possible causes that look the same (an API server older than 1.30
+ * refuses v5.channel.k8s.io with 403 and an empty body; RBAC refuses with 403 too): only
+ * then, the server's version is read (GET /version) and the message names both causes,
+ * the likely one first (kube_stream_refusal_text).
  *
  * Streaming is bounded in memory: stdin is read from in_fd in chunks of at most
  * LIMIT_STDIN_CHUNK and only when the socket can take more; stdout/stderr payloads are
@@ -21,6 +24,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "kube_version.h"
 #include "kubeconfig.h"
 
 struct kube_stream_opts {
@@ -77,5 +81,12 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 void kube_stream_free(struct kube_stream *s);
 
 void kube_stream_result_clear(struct kube_stream_result *res);
+
+/* The explanation of a stream upgrade refused with 403 for `path` (an attach or exec path as
+ * built above, which names the namespace and the subresource): the server's version v is
+ * too old (first, when it is), or RBAC (`pods/attach` create and get in the namespace). v
+ * is NULL when the version could not be read, `why` then says why (may be NULL). Returns a
+ * new string, without the "GET path: 403 Forbidden: " prefix. */
+char *kube_stream_refusal_text(const char *path, const struct kube_version *v, const char *why);
 
 #endif

@@ -4,6 +4,7 @@ generate reads a named template once per run."""
 import json
 import os
 
+import pytest
 import yaml
 
 from conftest import KUSTOMIZE_RUN, base_env, run_shim, start_shim
@@ -39,6 +40,14 @@ TEMPLATE = {
         },
     },
 }
+
+
+@pytest.fixture
+def kubesim(kubesim):
+    """The templates select nodes with pool=functions: kubesim's node carries that label (a
+    pod whose nodeSelector no node matches stays Unschedulable, as on a real cluster)."""
+    kubesim.faults(node_labels={"pool": "functions"})
+    return kubesim
 
 
 def write_template(tmp_path, doc, name="template.yaml"):

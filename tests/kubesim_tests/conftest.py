@@ -17,13 +17,16 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IMAGES = ":".join([os.path.join(ROOT, "tests", "fixtures", "images"),
                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")])
 KUBECTL = shutil.which("kubectl")
+RELIST_MS = 20
 
 
 class Kubesim(testing.Kubesim):
     """The shared harness plus a private kubectl HOME and pod helpers."""
 
     def __init__(self, state):
-        super().__init__(state, IMAGES)
+        # A fast kubelet for these tests (kubesim's defaults model a real one: 1 s relists,
+        # 10 s image pull back-off; test_conformance.py checks those).
+        super().__init__(state, IMAGES, relist_period_ms=RELIST_MS, pull_backoff_ms=1000)
         self.home = os.path.join(state, "home")
         os.makedirs(self.home)
 

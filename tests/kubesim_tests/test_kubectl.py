@@ -32,8 +32,8 @@ def err(r):
 def test_version(kubectl):
     r = kubectl("version", "-o", "json", check=True)
     v = json.loads(r.stdout)
-    assert v["serverVersion"]["gitVersion"] == "v1.32.0-kubesim"
-    assert (v["serverVersion"]["major"], v["serverVersion"]["minor"]) == ("1", "32")
+    assert v["serverVersion"]["gitVersion"] == "v1.34.0-kubesim"
+    assert (v["serverVersion"]["major"], v["serverVersion"]["minor"]) == ("1", "34")
 
 
 def test_run_rm_stdin_is_byte_exact(ks, kubectl):
@@ -103,12 +103,17 @@ def test_logs(ks, kubectl):
 
 def test_logs_of_a_container_that_cannot_start(ks, kubectl):
     ks.create_pod(pod("nopull", "example.com/not-an-image:v1"))
-    ks.wait_pod("nopull", lambda p: "waiting" in p["status"].get("containerStatuses", [{}])[0]
-                .get("state", {}))
-    r = kubectl("logs", "nopull")
-    assert r.returncode == 1
-    assert ('container "nopull" in pod "nopull" is waiting to start: trying and failing to '
-            'pull image') in err(r)
+
+    def waiting(reason):
+        return lambda p: p["status"].get("containerStatuses", [{}])[0].get("state", {}).get(
+            "waiting", {}).get("reason") == reason
+    # the kubelet's words for each (tests/conformance/data/pod_image_pull_failure.json)
+    for reason, text in (("ErrImagePull", "image can't be pulled"),
+                         ("ImagePullBackOff", "trying and failing to pull image")):
+        ks.wait_pod("nopull", waiting(reason))
+        r = kubectl("logs", "nopull")
+        assert r.returncode == 1
+        assert 'container "nopull" in pod "nopull" is waiting to start: ' + text in err(r)
 
 
 def test_get_pods_watch_sees_events(ks, kubectl_bg):

@@ -111,17 +111,17 @@ def test_v5_exec_status_carries_the_exit_code(ks):
     assert sts[0]["details"]["causes"] == [{"reason": "ExitCode", "message": "4"}]
 
 
-def test_attach_errors_are_status_json_before_the_upgrade(ks):
+def test_attach_errors_before_and_after_the_upgrade(ks):
+    """As the real API server answers (tests/conformance/data/errors.json and
+    pod_image_pull_failure.json): what the API server checks itself (the pod, the container
+    name, the node) is a Status before the upgrade; a container the kubelet does not know as
+    running is a 500 Status on channel 3 after it, following the ready message."""
     ks.create_pod(pod("protowait", [container("init", image="sleep")],
                       [container("main", image="cat")], volumes=()))
     ks.wait_pod("protowait", lambda p: state(statuses(p)["init"])[0] == "running")
     for path, code, text in (
-            ("protowait/attach?container=main&stdin=true", 400,
-             'container "main" in pod "protowait" is waiting to start: PodInitializing'),
             ("protowait/attach?container=nope", 400,
              "container nope is not valid for pod protowait"),
-            # the only main container is the default one, init containers or not
-            ("protowait/attach", 400, 'container "main" in pod "protowait" is waiting'),
             ("missing/attach?container=main", 404, 'pods "missing" not found')):
         ws = WS(ks, "/api/v1/namespaces/default/pods/" + path)
         assert ws.status_line.startswith("HTTP/1.1 %d" % code), (path, ws.head)
@@ -130,3 +130,24 @@ def test_attach_errors_are_status_json_before_the_upgrade(ks):
         body = json.loads(ws._read(n))
         assert body["kind"] == "Status" and body["code"] == code, body
         assert text in body["message"], (path, body)
+    # the only main container is the default one, init containers or not
+    for path in ("protowait/attach?container=main&stdin=true&stdout=true",
+                 "protowait/attach?stdout=true"):
+        ws = WS(ks, "/api/v1/namespaces/default/pods/" + path)
+        assert ws.status_line.startswith("HTTP/1.1 101"), (path, ws.head)
+        msgs = [m for _, m in ws.messages()]
+        assert msgs[0] == b"\x01", msgs  # ready: an empty message on stdout
+        assert msgs[1][0] == 3 and len(msgs) == 2, msgs
+        st = json.loads(msgs[1][1:])
+        assert (st["code"], st["reason"]) == (500, "InternalError"), st
+        assert st["message"] == ("Internal error occurred: unable to upgrade connection: "
+                                 "container main not found in pod protowait_default"), st
+
+
+def test_unknown_stream_protocol_is_403_with_an_empty_body(ks):
+    ks.create_pod(pod("protov", [], [container("main", image="sleep")], volumes=()))
+    ks.wait_phase("protov", "Running")
+    ws = WS(ks, "/api/v1/namespaces/default/pods/protov/attach?container=main&stdout=true",
+            protocol="v9.channel.k8s.io")
+    assert ws.status_line.startswith("HTTP/1.1 403"), ws.head
+    assert "content-length: 0" in ws.head.lower(), ws.head

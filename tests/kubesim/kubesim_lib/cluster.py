@@ -1,11 +1,22 @@
 """The cluster state: pods and pod templates, resourceVersions and watch events, and the
 kubelet that runs each pod's init containers (in order) and then its containers as local
-processes, with real timing semantics, emptyDir volumes and graceful deletion."""
+processes, with real timing semantics, emptyDir volumes and graceful deletion.
+
+The kubelet's relist: a real kubelet learns that a container started or exited only at its
+next relist (every second), and only then does the pod status change. kubesim does the same:
+what its processes do is the runtime's truth (Container.proc, .exited, PodRuntime.waiting),
+and what the status shows is a snapshot of it taken at the next tick of a node-wide clock
+(`_relist`, the `seen_*` fields). A container whose process has exited still shows running
+until then; the pod's terminal phase follows one relist after its containers' terminated
+states (the kubelet holds the phase back until the pod is cleaned up). The period is
+`relist_period_ms` (the --relist-period-ms flag, 1000 by default, or the fault of that name);
+0 makes every change visible at once (still in that order)."""
 import copy
 import datetime
 import os
 import random
 import re
+import selectors
 import shutil
 import signal
 import string
@@ -19,6 +30,16 @@ from . import validation
 from .validation import status  # noqa: F401 (re-exported)
 
 HISTORY = 2000  # watch events kept for resourceVersion replay
+# The first resourceVersion: older ones are too old to watch from, as on a real API server
+# whose watch cache starts after the cluster's first objects.
+RV_START = 1000
+NODE = "kubesim-node"
+NODE_LABELS = {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux",
+               "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+               "beta.kubernetes.io/arch": "amd64"}
+NODE_SELECTOR_MISMATCH = ("0/1 nodes are available: 1 node(s) didn't match Pod's node "
+                          "affinity/selector. no new claims to deallocate, preemption: 0/1 "
+                          "nodes are available: 1 Preemption is not helpful for scheduling.")
 SETPRIV = ["setpriv", "--bounding-set=-dac_override,-fowner", "--"]
 
 
@@ -134,9 +155,11 @@ class Container:
         self.stdin_once = bool(spec.get("stdinOnce"))
         self.out_eof = threading.Event()
         self.err_eof = threading.Event()
-        self.exited = threading.Event()
+        self.exited = threading.Event()   # the process has exited (the runtime knows)
         self.stdin_closed = threading.Event()
-        self.announced = threading.Event()  # its running state was published
+        # What the pod status shows (set by the kubelet's relist): running, then terminated.
+        self.seen_running = False
+        self.seen_exit = threading.Event()
         self.container_id = "kubesim://%s" % uuid.uuid4().hex
         self.started_at = None
         self.finished_at = None
@@ -159,6 +182,13 @@ class PodRuntime:
         self.execs = set()     # Popen of exec sessions
         self.sandbox_ready = False
         self.initialized = not spec.get("initContainers")
+        # What the status shows (the last relist's snapshot), and the relist bookkeeping.
+        self.sandbox_seen = False
+        self.waiting_seen = {}
+        self.relist_pending = False
+        self.done_seen = False          # the status shows every container finished
+        self.terminal_published = False  # ... and, one relist later, the terminal phase
+        self.ip = None
         self.deadline_exceeded = False
         self.deleting = False
         self.stopped = threading.Event()   # the kubelet starts nothing more
@@ -232,18 +262,21 @@ def _setpriv_works():
 
 
 class Cluster:
-    def __init__(self, images, faults):
+    def __init__(self, images, faults, relist_period_ms=1000, pull_backoff_ms=10000):
         self.images = images if isinstance(images, list) else [images]
         self.faults = faults
+        self.relist_default_ms = relist_period_ms
+        self.pull_backoff_default_ms = pull_backoff_ms
+        self.clock0 = time.monotonic()  # the relist clock ticks from here
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
-        self.rv = 1
+        self.rv = RV_START
         self.pods = {}        # (ns, name) -> pod dict
         self.runtimes = {}    # (ns, name) -> PodRuntime
         self.templates = {}   # (ns, name) -> podtemplate dict
         self.netpols = {}     # (ns, name) -> NetworkPolicy dict (stored only)
         self.events = []      # (rv, type, ns, kind, obj)
-        self.oldest_rv = 1
+        self.oldest_rv = RV_START + 1
         self.tmp = tempfile.mkdtemp(prefix="kubesim-pods-")
         os.chmod(self.tmp, 0o755)
         self.root = os.geteuid() == 0
@@ -257,6 +290,81 @@ class Cluster:
             if os.path.isfile(p) and os.access(p, os.X_OK):
                 return p
         return None
+
+    # --- the kubelet's relist ----------------------------------------------------------
+    def relist_period(self):
+        """Seconds between two relists (the fault `relist_period_ms` overrides the flag)."""
+        ms = self.faults.get("relist_period_ms")
+        return max(0.0, float(self.relist_default_ms if ms is None else ms)) / 1000.0
+
+    def pull_backoff(self):
+        """Seconds from ErrImagePull to ImagePullBackOff: the kubelet retries a failed pull
+        after its first back-off (10 s), and says ImagePullBackOff from then on."""
+        ms = self.faults.get("pull_backoff_ms")
+        return max(0.0, float(self.pull_backoff_default_ms if ms is None else ms)) / 1000.0
+
+    def _next_tick(self, period):
+        n = int((time.monotonic() - self.clock0) / period) + 1
+        return self.clock0 + n * period
+
+    def _request_relist(self, rt):
+        """Something changed in the runtime: the status shows it at the next relist (at once
+        with a period of 0). Requests before that tick share it."""
+        period = self.relist_period()
+        if period <= 0:
+            self._relist(rt)
+            return
+        with self.lock:
+            if rt.relist_pending:
+                return
+            rt.relist_pending = True
+        tick = self._next_tick(period)
+
+        def later():
+            time.sleep(max(0.0, tick - time.monotonic()))
+            with self.lock:
+                rt.relist_pending = False
+            self._relist(rt)
+        threading.Thread(target=later, daemon=True).start()
+
+    def _relist(self, rt):
+        """Takes the runtime's state into the pod status (one MODIFIED event)."""
+        again = False
+        with self.lock:
+            if not self._alive(rt):
+                return
+            if rt.done_seen or rt.deadline_exceeded:
+                rt.terminal_published = True
+            rt.sandbox_seen = rt.sandbox_ready
+            rt.waiting_seen = dict(rt.waiting)
+            reported = []
+            for c in rt.containers.values():
+                if c.exited.is_set():
+                    if not c.seen_exit.is_set():
+                        reported.append(c)
+                elif c.proc is not None:
+                    c.seen_running = True
+            for c in reported:
+                c.seen_exit.set()
+            self._refresh(rt)
+            if self._finished(rt) and not rt.done_seen:
+                rt.done_seen = True
+                again = not rt.terminal_published
+        if again:  # the terminal phase comes with the relist after
+            self._request_relist(rt)
+
+    def _finished(self, rt):
+        """Whether the status shows every container of the pod finished (or a failed init
+        container, after which nothing more starts)."""
+        for cspec in rt.spec.get("initContainers") or []:
+            c = rt.containers.get(cspec["name"])
+            if c is None or not c.seen_exit.is_set():
+                return False
+            if c.exit_code != 0:
+                return True
+        return all(rt.containers.get(cs["name"]) is not None and
+                   rt.containers[cs["name"]].seen_exit.is_set()
+                   for cs in rt.spec["containers"])
 
     # --- resource versions and events --------------------------------------------------
     def _bump(self, obj):
@@ -272,7 +380,9 @@ class Cluster:
             del self.events[: len(self.events) - HISTORY]
         self.cond.notify_all()
 
-    def _name(self, md):
+    def generate_name(self, md):
+        """Fills metadata.name from generateName (5 random characters), as the API server
+        does before admission; returns the name."""
         if not md.get("name") and md.get("generateName"):
             md["name"] = md["generateName"] + "".join(
                 random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
@@ -284,7 +394,7 @@ class Cluster:
             md = pod.setdefault("metadata", {})
             if not isinstance(md, dict):
                 md = pod["metadata"] = {}
-            name = self._name(md)
+            name = self.generate_name(md)
             if md.get("namespace") not in (None, "", ns):
                 return None, status(400, "BadRequest", "the namespace of the provided object "
                                     "does not match the namespace sent on the request")
@@ -434,11 +544,17 @@ class Cluster:
         return out
 
     def _remove(self, ns, name):
-        """Removes the pod object now and kills what runs (lock held)."""
-        p = self.pods.pop((ns, name))
+        """Removes the pod object now and kills what runs (lock held). As in the API server,
+        the object is first updated with its deletionTimestamp (MODIFIED), then deleted."""
+        p = self.pods[(ns, name)]
+        if "deletionTimestamp" not in p["metadata"] or \
+                p["metadata"].get("deletionGracePeriodSeconds") != 0:
+            p["metadata"].setdefault("deletionTimestamp", now_iso())
+            p["metadata"]["deletionGracePeriodSeconds"] = 0
+            self._bump(p)
+            self._emit("MODIFIED", ns, p)
+        del self.pods[(ns, name)]
         rt = self.runtimes.pop((ns, name), None)
-        p["metadata"].setdefault("deletionTimestamp", now_iso())
-        p["metadata"]["deletionGracePeriodSeconds"] = 0
         self._bump(p)
         self._emit("DELETED", ns, p)
         if rt is not None:
@@ -471,6 +587,10 @@ class Cluster:
             p = self.pods.get(key)
             if p is None or p["metadata"]["uid"] != rt.uid:
                 return
+            # the kubelet reports the containers' final states before it removes the pod
+            for c in rt.containers.values():
+                if c.exited.is_set():
+                    c.seen_exit.set()
             self._render(p, rt)
             self._remove(*key)
 
@@ -514,13 +634,13 @@ class Cluster:
             md = t.setdefault("metadata", {})
             if not isinstance(md, dict):
                 md = t["metadata"] = {}
-            name = self._name(md)
+            name = self.generate_name(md)
             if md.get("namespace") not in (None, "", ns):
                 return None, status(400, "BadRequest", "the namespace of the provided object "
                                     "does not match the namespace sent on the request")
             tmpl = t.get("template")
             if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict):
-                validation.default_pod_spec(tmpl["spec"])
+                validation.default_pod_spec(tmpl["spec"], for_pod=False)
             errs = validation.validate_template(t)
             if errs:
                 return None, validation.invalid("PodTemplate", name or "", errs)
@@ -558,7 +678,7 @@ class Cluster:
                                     % name, {"name": name, "kind": "podtemplates"})
             tmpl = t.get("template")
             if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict):
-                validation.default_pod_spec(tmpl["spec"])
+                validation.default_pod_spec(tmpl["spec"], for_pod=False)
             errs = validation.validate_template(t)
             if errs:
                 return None, validation.invalid("PodTemplate", name, errs)
@@ -591,14 +711,15 @@ class Cluster:
 
     # --- status ---------------------------------------------------------------------------
     def _container_status(self, rt, cspec, init, pod):
+        """A container's status as the last relist saw it."""
         name = cspec["name"]
         c = rt.containers.get(name)
         cs = {"name": name, "image": cspec["image"], "imageID": "", "lastState": {},
               "ready": False, "restartCount": 0, "started": False}
-        if c is not None and c.started_at:
+        if c is not None and c.started_at and (c.seen_running or c.seen_exit.is_set()):
             cs["imageID"] = "kubesim://%s" % cspec["image"]
             cs["containerID"] = c.container_id
-            if c.exited.is_set():
+            if c.seen_exit.is_set():
                 term = {"exitCode": c.exit_code, "reason": c.reason, "startedAt": c.started_at,
                         "finishedAt": c.finished_at, "containerID": c.container_id}
                 if c.message:
@@ -610,7 +731,7 @@ class Cluster:
                 cs["started"] = True
                 cs["ready"] = not init
         else:
-            reason, message = rt.waiting.get(name, (None, None))
+            reason, message = rt.waiting_seen.get(name, (None, None))
             if reason is None:
                 reason = "PodInitializing" if init or not rt.initialized else \
                     "ContainerCreating"
@@ -630,7 +751,10 @@ class Cluster:
         return cs
 
     def _render(self, p, rt):
-        """Recomputes the pod's status from the kubelet's state."""
+        """Recomputes the pod's status from what the last relist saw (the kubelet's status
+        manager). Like the kubelet, it holds a terminal phase back until the relist after
+        the one that saw the containers finish (rt.terminal_published); until then the
+        phase stays what it was, while the conditions already say PodCompleted/PodFailed."""
         spec = p["spec"]
         st = p["status"]
         inits = spec.get("initContainers") or []
@@ -638,52 +762,56 @@ class Cluster:
         if inits:
             st["initContainerStatuses"] = [self._container_status(rt, c, True, p) for c in inits]
         st["containerStatuses"] = [self._container_status(rt, c, False, p) for c in mains]
+        if rt.sandbox_seen and rt.ip:
+            st["podIP"], st["podIPs"] = rt.ip, [{"ip": rt.ip}]
 
         def terminated(c):
             return "terminated" in c["state"]
         init_failed = any(terminated(c) and c["state"]["terminated"]["exitCode"] != 0
                           for c in st.get("initContainerStatuses", []))
         main_cs = st["containerStatuses"]
-        if rt.deadline_exceeded:
-            phase = "Failed"
-            st["reason"] = "DeadlineExceeded"
-            st["message"] = "Pod was active on the node longer than the specified deadline"
-        elif init_failed:
+        if rt.deadline_exceeded or init_failed:
             phase = "Failed"
         elif all(terminated(c) for c in main_cs):
             phase = "Succeeded" if all(c["state"]["terminated"]["exitCode"] == 0
                                        for c in main_cs) else "Failed"
-        elif all(c["name"] in rt.containers for c in main_cs):
+        elif all("waiting" not in c["state"] for c in main_cs):
             phase = "Running"
         else:
             phase = "Pending"
-        st["phase"] = phase
-        terminal = phase in ("Succeeded", "Failed")
+        finished = phase in ("Succeeded", "Failed")
+        if rt.deadline_exceeded:
+            st["reason"] = "DeadlineExceeded"
+            st["message"] = "Pod was active on the node longer than the specified deadline"
+        st["phase"] = phase if not finished or rt.terminal_published else \
+            st.get("phase") or "Pending"
+        terminal = st["phase"] in ("Succeeded", "Failed")
 
         conds = []
 
-        def cond(ctype, ok, reason=None, message=None):
+        def cond(ctype, ok, reason=None, message=None, ok_reason=None):
             c = {"type": ctype, "status": "True" if ok else "False", "lastProbeTime": None}
             if not ok and reason:
                 c["reason"] = reason
+            if ok and ok_reason:
+                c["reason"] = ok_reason
             if not ok and message:
                 c["message"] = message
             conds.append(c)
 
-        cond("PodReadyToStartContainers", rt.sandbox_ready and not terminal)
+        cond("PodReadyToStartContainers", rt.sandbox_seen and not terminal)
         incomplete = [c["name"] for c in st.get("initContainerStatuses", [])
                       if not (terminated(c) and c["state"]["terminated"]["exitCode"] == 0)]
-        if terminal and not init_failed and not incomplete:
-            cond("Initialized", True)
-        elif terminal and init_failed:
+        if init_failed:
             cond("Initialized", False, "PodCompleted")
         else:
             cond("Initialized", not incomplete, "ContainersNotInitialized",
-                 "containers with incomplete status: [%s]" % " ".join(incomplete))
+                 "containers with incomplete status: [%s]" % " ".join(incomplete),
+                 ok_reason="PodCompleted" if phase == "Succeeded" else None)
         unready = [c["name"] for c in main_cs if not c["ready"]]
         for ctype in ("Ready", "ContainersReady"):
-            if terminal:
-                cond(ctype, False, "PodCompleted")
+            if finished:
+                cond(ctype, False, "PodCompleted" if phase == "Succeeded" else "PodFailed")
             else:
                 cond(ctype, not unready, "ContainersNotReady",
                      "containers with unready status: [%s]" % " ".join(unready))
@@ -707,14 +835,19 @@ class Cluster:
             return
         spec = pod["spec"]
         time.sleep(self.faults.get("schedule_latency_ms", 0) / 1000.0)
-        if self.faults.get("unschedulable"):
+        selector = spec.get("nodeSelector") or {}
+        labels = dict(NODE_LABELS, **(self.faults.get("node_labels") or {}))
+        fits = all(labels.get(k) == v for k, v in selector.items())
+        if self.faults.get("unschedulable") or not fits:
+            message = NODE_SELECTOR_MISMATCH if not fits else (
+                "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
+                "available: 1 No preemption victims found for incoming pod.")
+
             def unsched(p):
                 p["status"]["conditions"] = [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                    "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 "
-                               "nodes are available: 1 No preemption victims found for "
-                               "incoming pod.",
-                    "lastTransitionTime": now_iso(), "lastProbeTime": None}]
+                    "message": message, "lastTransitionTime": now_iso(),
+                    "lastProbeTime": None}]
             self._update(ns, name, uid, unsched)
             return
         rt = PodRuntime(ns, name, uid, spec,
@@ -739,41 +872,48 @@ class Cluster:
             os.chmod(path, 0o777)  # like the kubelet's emptyDir
             src = {k: val for k, val in v.items() if k != "name"}
             rt.volumes[v["name"]] = Volume(v["name"], src, path)
-        ip = "10.244.0.%d" % random.randint(2, 250)
+        rt.ip = "10.244.0.%d" % random.randint(2, 250)
 
-        def scheduled(p):
-            p["spec"]["nodeName"] = "kubesim-node"
+        def scheduled(p):  # the scheduler binds the pod: one update
+            p["spec"]["nodeName"] = NODE
+            p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                          "lastProbeTime": None,
+                                          "lastTransitionTime": now_iso()}]
+        if not self._update(rt.ns, rt.name, rt.uid, scheduled):
+            return
+
+        def first_status(p):  # the kubelet's first status: containers being created
             st = p["status"]
             st["hostIP"], st["hostIPs"] = "127.0.0.1", [{"ip": "127.0.0.1"}]
-            st["podIP"], st["podIPs"] = ip, [{"ip": ip}]
             st["startTime"] = now_iso()
             self._render(p, rt)
-        if not self._update(rt.ns, rt.name, rt.uid, scheduled):
+        if not self._update(rt.ns, rt.name, rt.uid, first_status):
             return
         threading.Thread(target=self._monitor, args=(rt,), daemon=True).start()
         if rt.stopped.wait(self.faults.get("start_latency_ms", 0) / 1000.0):
             return
+        # The kubelet creates the sandbox and starts the containers in one sync; the next
+        # relist shows them running, together with the sandbox.
         rt.sandbox_ready = True
-        self._refresh(rt)
         for cspec in spec.get("initContainers") or []:
             c = self._start_container(rt, cspec, True, [cspec])
             if c is None:
                 return
-            c.announced.set()
-            c.exited.wait()
+            # the kubelet starts the next container once a relist has seen this one exit
+            while not c.seen_exit.wait(0.05):
+                if rt.stopped.is_set():
+                    return
             if rt.stopped.is_set() or c.exit_code != 0:
                 rt.stopped.set()
                 return
         rt.initialized = True
-        self._refresh(rt)
         for cspec in spec["containers"]:
-            c = self._start_container(rt, cspec, False, spec["containers"])
-            if c is not None:
-                c.announced.set()
+            self._start_container(rt, cspec, False, spec["containers"])
+        self._request_relist(rt)
 
     def _set_waiting(self, rt, cname, reason, message):
         rt.waiting[cname] = (reason, message)
-        self._refresh(rt)
+        self._request_relist(rt)
 
     def _pod_env(self, pod, cspec):
         """The container's environment, or (None, error message) for a config error."""
@@ -893,14 +1033,14 @@ class Cluster:
                               "name \"%s\": invalid reference format" % (image, image))
             return None
         if self.faults.image_in("pull_fail_images", image) or self.find_image(image) is None:
-            self._set_waiting(rt, cname, "ErrImagePull",
-                              "Failed to pull image \"%s\": rpc error: code = NotFound desc = "
-                              "failed to pull and unpack image \"%s\": not found"
-                              % (image, image))
-            if rt.stopped.wait(1.0):
+            pull_error = ("failed to pull and unpack image \"%s\": failed to resolve reference "
+                          "\"%s\": %s: not found" % (image, image, image))
+            self._set_waiting(rt, cname, "ErrImagePull", pull_error)
+            if rt.stopped.wait(self.pull_backoff()):
                 return None
             self._set_waiting(rt, cname, "ImagePullBackOff",
-                              "Back-off pulling image \"%s\"" % image)
+                              "Back-off pulling image \"%s\": ErrImagePull: %s"
+                              % (image, pull_error))
             return None
         if self.faults.image_in("config_error_images", image):
             self._set_waiting(rt, cname, "CreateContainerConfigError",
@@ -943,17 +1083,16 @@ class Cluster:
                 c.message = ("failed to create containerd task: failed to create shim task: "
                              "OCI runtime create failed: runc create failed: unable to start "
                              "container process: exec: \"%s\": %s: unknown"
-                             % (argv[0], e.strerror or e))
+                             % (argv[0], runc_exec_error(argv[0], e)))
                 c.finished_at = c.started_at
                 c.out_eof.set()
                 c.err_eof.set()
                 c.exited.set()
             rt.containers[cname] = c
-        self._refresh(rt)
+        self._request_relist(rt)
         if c.proc is None:
             return c
-        for stream, ch, ev in ((c.proc.stdout, 1, c.out_eof), (c.proc.stderr, 2, c.err_eof)):
-            threading.Thread(target=self._pump, args=(c, stream, ch, ev), daemon=True).start()
+        threading.Thread(target=self._pump, args=(c,), daemon=True).start()
         threading.Thread(target=self._wait, args=(rt, c), daemon=True).start()
         return c
 
@@ -967,22 +1106,34 @@ class Cluster:
                                 stderr=subprocess.PIPE, env=c.env, cwd=c.cwd,
                                 start_new_session=True)
 
-    def _pump(self, c, stream, ch, ev):
-        fd = stream.fileno()
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                data = b""
-            with c.lock:
-                if data:
-                    c.log += data
-                for fn in list(c.listeners):
-                    fn(ch, data or None)
-            if not data:
-                break
-        stream.close()
-        ev.set()
+    def _pump(self, c):
+        """Reads the container's stdout and stderr into its log and to its attachments. One
+        thread polls both pipes, so that output keeps the order it was written in (two
+        threads racing for the interpreter would not)."""
+        streams = {c.proc.stdout.fileno(): (c.proc.stdout, 1, c.out_eof),
+                   c.proc.stderr.fileno(): (c.proc.stderr, 2, c.err_eof)}
+        sel = selectors.DefaultSelector()
+        for fd in streams:
+            sel.register(fd, selectors.EVENT_READ)
+        while streams:
+            for key, _ in sel.select():
+                fd = key.fd
+                stream, ch, ev = streams[fd]
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    data = b""
+                with c.lock:
+                    if data:
+                        c.log += data
+                    for fn in list(c.listeners):
+                        fn(ch, data or None)
+                if not data:
+                    sel.unregister(fd)
+                    del streams[fd]
+                    stream.close()
+                    ev.set()
+        sel.close()
 
     def _monitor(self, rt):
         """The pod's activeDeadlineSeconds and the OOM fault."""
@@ -1003,11 +1154,15 @@ class Cluster:
                     _kill_group(c.proc, signal.SIGKILL)
             if (deadline is not None and not rt.deadline_exceeded and
                     now - rt.created >= deadline):
-                rt.deadline_exceeded = True
+                # The kubelet kills everything and then reports the pod Failed with its
+                # containers terminated, in one update.
                 rt.stopped.set()
                 for proc in rt.all_procs():
                     _kill_group(proc, signal.SIGKILL)
-                self._refresh(rt)
+                for c in cs:
+                    c.exited.wait(5)
+                rt.deadline_exceeded = True
+                self._request_relist(rt)
             time.sleep(0.01)
 
     def _wait(self, rt, c):
@@ -1026,16 +1181,25 @@ class Cluster:
         c.exit_code = code
         c.reason = "OOMKilled" if c.oom else "Completed" if code == 0 else "Error"
         if code != 0 and c.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
-            lines = log.decode(errors="replace").splitlines()[-80:]
-            c.message = "\n".join(lines)[-2048:]
-        c.announced.wait(30)
+            lines = log.decode(errors="replace").splitlines(True)[-80:]
+            c.message = "".join(lines)[-2048:]
         c.finished_at = now_iso()
         c.exited.set()
-        self._refresh(rt)
+        # The streams end with the process; the status shows it at the next relist.
         with c.lock:
             for fn in list(c.listeners):
                 fn("exit", None)
+        self._request_relist(rt)
         self._maybe_finalize(rt)
+
+
+def runc_exec_error(path, e):
+    """runc's words for a command it cannot execute."""
+    if e.errno == 2 and "/" not in path:
+        return "executable file not found in $PATH"
+    if e.errno == 2:
+        return "stat %s: no such file or directory" % path
+    return (e.strerror or str(e)).lower()
 
 
 def field_value(pod, path):

@@ -21,6 +21,10 @@ from .cluster import status
 from .ws import Closed, WebSocket, accept_key
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+V5_SINCE = (1, 30)  # the first Kubernetes that speaks v5.channel.k8s.io
+# How long before a watch's timeoutSeconds the API server sends a BOOKMARK (its watch cache
+# aims at 2 s before the deadline; when asked with allowWatchBookmarks=true).
+BOOKMARK_BEFORE_END_S = 2.0
 TABLE_CTYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 # Users: the client certificate is the admin (system:masters); tokens map to these roles.
@@ -47,9 +51,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, addr, cluster, faults, tokens, ctx, reqlog):
+    def __init__(self, addr, cluster, faults, tokens, ctx, reqlog, version=(1, 34)):
         self.cluster, self.faults, self.tokens = cluster, faults, tokens
         self.ctx, self.reqlog = ctx, reqlog
+        self.version = version  # (major, minor) that /version answers and streams follow
+        self.protocols = tuple(p for p in PROTOCOLS
+                               if p != "v5.channel.k8s.io" or version >= V5_SINCE)
         self.loglock = threading.Lock()
         super().__init__(addr, Handler)
 
@@ -68,6 +75,20 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
     def handle_error(self, request, client_address):
         pass  # client disconnects are normal here
+
+
+def version_info(v):
+    """GET /version for Kubernetes v = (major, minor)."""
+    major, minor = v
+    info = {"major": str(major), "minor": str(minor),
+            "gitVersion": "v%d.%d.0-kubesim" % (major, minor), "gitCommit": "kubesim",
+            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}
+    if v >= (1, 33):  # compatibility versions (KEP 4330) are in /version since 1.33
+        info.update({"emulationMajor": str(major), "emulationMinor": str(minor),
+                     "minCompatibilityMajor": str(major),
+                     "minCompatibilityMinor": str(minor - 1)})
+    return info
 
 
 def label_matcher(selector):
@@ -411,16 +432,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return role, USERS.get(role, role)
         return None
 
-    def forbid(self, user, verb, resource, sub, ns, name):
+    def forbid(self, user, verb, resource, sub, ns, name, group=""):
         what = resource + ("/" + sub if sub else "")
-        subject = "%s \"%s\"" % (resource, name) if name else resource
+        qualified = resource + ("." + group if group else "")
+        subject = "%s \"%s\"" % (qualified, name) if name else qualified
         where = "in the namespace \"%s\"" % ns if ns else "at the cluster scope"
-        details = {"kind": resource}
+        details = {"group": group} if group else {}
+        details["kind"] = resource
         if name:
             details["name"] = name
         return self.send_status(403, "Forbidden", "%s is forbidden: User \"%s\" cannot %s "
-                                "resource \"%s\" in API group \"\" %s" % (subject, user, verb,
-                                                                          what, where), details)
+                                "resource \"%s\" in API group \"%s\" %s" % (
+                                    subject, user, verb, what, group, where), details)
 
     # --- dispatch ------------------------------------------------------------------------
     def do_GET(self):
@@ -541,7 +564,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         `krmpod doctor` and kubectl can read what an admin created."""
         verb = self.verb(method, name, "")
         if not allowed(self.role, verb, "networkpolicies"):
-            return self.forbid(self.user, verb, "networkpolicies", "", ns, name)
+            return self.forbid(self.user, verb, "networkpolicies", "", ns, name,
+                               "networking.k8s.io")
         store = self.server.cluster.netpols
         if method == "GET" and name is None:
             items = [copy.deepcopy(o) for (n, _), o in sorted(store.items()) if n == ns]
@@ -593,10 +617,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def nonresource(self, method, path, body):
         """Discovery, version, health, OpenAPI, access reviews: handled here (True) or not."""
         if path == "/version":
-            self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubesim",
-                                 "platform": "linux/amd64", "goVersion": "go1.23",
-                                 "compiler": "gc", "buildDate": "2026-01-01T00:00:00Z",
-                                 "gitCommit": "kubesim", "gitTreeState": "clean"})
+            self.send_json(200, version_info(self.server.version))
         elif path in ("/healthz", "/livez", "/readyz"):
             self.send_text(200, "ok")
         elif path == "/api":
@@ -735,12 +756,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 warn = None
             dry = self.qget("dryRun") == "All"
             if resource == "pods" and self.server.faults.take("quota_exceeded_count"):
-                md = obj.get("metadata") or {}
+                # admission runs after the name was generated
+                md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                name = cl.generate_name(md) or ""
                 return self.send_status(
                     403, "Forbidden", "pods \"%s\" is forbidden: exceeded quota: krmpod, "
-                    "requested: pods=1, used: pods=16, limited: pods=16"
-                    % (md.get("name") or md.get("generateName") or ""),
-                    {"name": md.get("name") or "", "kind": "pods"})
+                    "requested: pods=1, used: pods=16, limited: pods=16" % name,
+                    {"kind": "pods", "name": name})
             create = cl.create_pod if resource == "pods" else cl.create_template
             created, err = create(ns, obj, dry_run=dry)
             if err:
@@ -889,10 +911,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rv = int(rv_s) if rv_s and rv_s.isdigit() else 0
         if rv and faults.take("watch_410"):
             return self.send_status(410, "Expired", "too old resource version: %d (%d)" %
-                                    (rv, cl.rv))
+                                    (rv, cl.oldest_rv - 1))
         timeout = float(self.qget("timeoutSeconds") or 1800)
         table = self.wants_table()
-        self.start_chunked("application/json;stream=watch")
+        bookmark_at = None
+        if (self.qbool("allowWatchBookmarks") and timeout > BOOKMARK_BEFORE_END_S and
+                not table):
+            bookmark_at = time.monotonic() + timeout - BOOKMARK_BEFORE_END_S
+        self.start_chunked("application/json")
 
         def send(etype, obj):
             if table and etype != "ERROR":
@@ -901,7 +927,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         drop = faults.take("drop_watch")
         if faults.take("watch_410_event"):
-            send("ERROR", status(410, "Expired", "too old resource version: %d" % rv))
+            send("ERROR", status(410, "Expired", "too old resource version: %d (%d)"
+                                 % (rv, cl.oldest_rv - 1)))
             return self.end_chunks()
         store = cl.pods if resource == "pods" else cl.templates
         with cl.lock:
@@ -917,7 +944,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     initial = []
                     pos = rv
         if expired:
-            send("ERROR", status(410, "Expired", "too old resource version: %d" % rv))
+            send("ERROR", status(410, "Expired", "too old resource version: %d (%d)"
+                                 % (rv, cl.oldest_rv - 1)))
             return self.end_chunks()
         for etype, obj in initial:
             send(etype, obj)
@@ -928,15 +956,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            wake = end if bookmark_at is None else min(end, bookmark_at)
             with cl.lock:
                 evs = [e for e in cl.events if e[0] > pos]
                 if not evs:
-                    cl.cond.wait(min(0.5, max(0.0, end - time.monotonic())))
+                    cl.cond.wait(min(0.5, max(0.0, wake - time.monotonic())))
                     evs = [e for e in cl.events if e[0] > pos]
+                last = max(pos, cl.rv)
             for erv, etype, ens, ekind, obj in evs:
                 pos = erv
                 if ekind == kind and (ns is None or ens == ns) and match(obj):
                     send(etype, obj)
+            if bookmark_at is not None and time.monotonic() >= bookmark_at:
+                bookmark_at = None
+                # the shape the API server sends: an empty object of the kind with only
+                # the resourceVersion the client may resume from
+                bm = {"kind": kind, "apiVersion": "v1",
+                      "metadata": {"resourceVersion": str(last)}}
+                if kind == "Pod":
+                    bm.update({"spec": {"containers": None}, "status": {}})
+                elif kind == "PodTemplate":
+                    bm["template"] = {"metadata": {"creationTimestamp": None},
+                                      "spec": {"containers": None}}
+                self.chunk(json.dumps({"type": "BOOKMARK", "object": bm}).encode() + b"\n")
         self.end_chunks()
 
     # --- containers -------------------------------------------------------------------------
@@ -963,19 +1005,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return cname
 
     @staticmethod
-    def waiting_reason(p, cname):
+    def shown_state(p, cname):
+        """(state, reason) of a container as the pod status shows it: "waiting", "running",
+        "terminated" (None before the kubelet reported anything)."""
         for key in ("initContainerStatuses", "containerStatuses"):
             for cs in p["status"].get(key) or []:
-                if cs["name"] == cname and "waiting" in cs.get("state", {}):
-                    return cs["state"]["waiting"].get("reason") or "ContainerCreating"
-        return "ContainerCreating"
+                if cs["name"] == cname:
+                    st = cs.get("state") or {}
+                    kind = next(iter(st), None)
+                    return kind, (st.get(kind) or {}).get("reason")
+        return None, None
 
     def waiting_msg(self, p, cname, name):
-        reason = self.waiting_reason(p, cname)
-        if reason in ("ErrImagePull", "ImagePullBackOff"):
-            reason = "trying and failing to pull image"
-        elif reason == "InvalidImageName":
+        """The kubelet's refusal to read the log of a container that has not started."""
+        reason = self.shown_state(p, cname)[1] or "ContainerCreating"
+        if reason == "ErrImagePull":
             reason = "image can't be pulled"
+        elif reason == "ImagePullBackOff":
+            reason = "trying and failing to pull image"
         return "container \"%s\" in pod \"%s\" is waiting to start: %s" % (cname, name, reason)
 
     def pod_log(self, ns, name):
@@ -990,9 +1037,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_status(400, "BadRequest", "previous terminated container \"%s\" in "
                                     "pod \"%s\" not found" % (cname, name))
         if not p["spec"].get("nodeName"):
-            return self.send_text(200, b"")
+            # no node to ask: the API server answers 204 No Content
+            self.send_response(204)
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            self.logged = 204
+            return
         c = cl.container(ns, name, cname)
-        if c is None:
+        if c is None or self.shown_state(p, cname)[0] in ("waiting", None):
             return self.send_status(400, "BadRequest", self.waiting_msg(p, cname, name))
         limit = int(self.qget("limitBytes") or 0)
         tail = self.qget("tailLines")
@@ -1019,43 +1071,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # --- attach and exec ---------------------------------------------------------------------
     def stream(self, ns, name, sub):
+        """attach/exec, as the API server and the kubelet answer: the pod, the container
+        name and the node are checked before the upgrade (400/404 Status); a protocol the
+        server does not speak is 403 with an empty body (what a server older than 1.30 says
+        to v5.channel.k8s.io); after the upgrade an empty message on the lowest writable
+        channel says the stream is ready, and a container the kubelet does not know as
+        running (waiting, or seen exited) ends the stream with a 500 Status on channel 3."""
         cl, faults = self.server.cluster, self.server.faults
-        # The pod and container checks come first, as in the API server: a client that falls
-        # back from WebSocket to SPDY on an upgrade failure (kubectl does) gets the same error.
         p = cl.get_pod(ns, name)
         if p is None:
             return self.not_found("pods", name)
         cname = self.pick_container(p, name)
         if cname is None:
             return
-        phase = p["status"].get("phase")
-        if phase in ("Succeeded", "Failed"):
-            return self.send_status(400, "BadRequest", "cannot %s a container in a completed "
-                                    "pod; current phase is %s" % (sub, phase))
         if not p["spec"].get("nodeName"):
             return self.send_status(400, "BadRequest", "pod %s does not have a host assigned"
                                     % name)
-        c = cl.container(ns, name, cname)
-        if c is None:
-            return self.send_status(400, "BadRequest", self.waiting_msg(p, cname, name))
-        if c.exited.is_set():
-            if cname in [x["name"] for x in p["spec"]["containers"]] and len(
-                    p["spec"]["containers"]) == 1:
-                return self.send_status(400, "BadRequest", "cannot %s a container in a "
-                                        "completed pod; current phase is Succeeded" % sub)
-            return self.send_status(400, "BadRequest", "container \"%s\" in pod \"%s\" is not "
-                                    "running (terminated with exit code %s)"
-                                    % (cname, name, c.exit_code))
         if self.headers.get("Upgrade", "").lower() != "websocket":
             return self.send_status(400, "BadRequest", "Upgrade request required: kubesim "
                                     "streams over WebSocket (%s) only, not SPDY"
-                                    % ", ".join(PROTOCOLS))
+                                    % ", ".join(self.server.protocols))
         offered = [x.strip() for x in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-        proto = next((x for x in PROTOCOLS if x in offered), None)
+        proto = next((x for x in self.server.protocols if x in offered), None)
         if proto is None:
-            return self.send_status(400, "BadRequest",
-                                    "no supported stream protocol offered (want one of %s)"
-                                    % ", ".join(PROTOCOLS))
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            self.logged = 403
+            return
         self.send_response(101)
         self.send_header("Upgrade", "websocket")
         self.send_header("Connection", "Upgrade")
@@ -1067,6 +1110,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.log_stream_start()
         self.close_connection = True
         ws = WebSocket(self.rfile, self.wfile, self.connection)
+        ready = 1 if self.qbool("stdout") else 2 if self.qbool("stderr") else 3
+        ws.send_binary(bytes([ready]))
+        c = cl.container(ns, name, cname)
+        if c is None or self.shown_state(p, cname)[0] != "running":
+            why = "unable to upgrade connection: container %s not found in pod %s_%s" % (
+                cname, name, ns)
+            ws.send_binary(b"\x03" + json.dumps({
+                "metadata": {}, "status": "Failure", "message": "Internal error occurred: "
+                + why, "reason": "InternalError", "details": {"causes": [{"message": why}]},
+                "code": 500}).encode())
+            return ws.close()
         if sub == "attach":
             self.attach(ws, c, proto, faults)
         else:

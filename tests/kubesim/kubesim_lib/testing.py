@@ -13,14 +13,23 @@ KUBESIM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 class Kubesim:
     """tests/kubesim/kubesim on 127.0.0.1 with its state (kubeconfigs, tokens, CA, request
-    log) in `state`. `images` is a `:`-separated list of fixture directories."""
+    log) in `state`. `images` is a `:`-separated list of fixture directories.
+    relist_period_ms, pull_backoff_ms and server_version are kubesim's flags (None: its
+    defaults, a real kubelet's timing and Kubernetes 1.34)."""
 
-    def __init__(self, state, images):
+    def __init__(self, state, images, relist_period_ms=None, server_version=None,
+                 pull_backoff_ms=None):
         self.state = state
         self.stderr = open(os.path.join(state, "kubesim.stderr"), "w")
-        self.proc = subprocess.Popen(
-            [KUBESIM, "--port", "0", "--images", images, "--state", state],
-            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        args = [KUBESIM, "--port", "0", "--images", images, "--state", state]
+        if relist_period_ms is not None:
+            args += ["--relist-period-ms", str(relist_period_ms)]
+        if pull_backoff_ms is not None:
+            args += ["--pull-backoff-ms", str(pull_backoff_ms)]
+        if server_version is not None:
+            args += ["--server-version", server_version]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     text=True)
         self.url = self.proc.stdout.readline().strip()
         if not self.url.startswith("https://"):
             raise RuntimeError("kubesim did not print its URL: %r (see %s/kubesim.stderr)"

@@ -65,7 +65,7 @@ def invalid(kind, name, errs):
     msgs = [str(e) for e in errs]
     text = msgs[0] if len(msgs) == 1 else "[%s]" % ", ".join(msgs)
     return status(422, "Invalid", "%s \"%s\" is invalid: %s" % (kind, name, text),
-                  {"name": name, "group": "", "kind": kind,
+                  {"name": name, "kind": kind,
                    "causes": [{"reason": e.etype, "message": e.body(), "field": e.field}
                               for e in errs]})
 
@@ -79,8 +79,10 @@ def default_pull_policy(image):
     return "IfNotPresent"
 
 
-def default_pod_spec(spec):
-    """The defaults the API server (and admission) fill in."""
+def default_pod_spec(spec, for_pod=True):
+    """The defaults the API server (and admission) fill in; a PodTemplate's spec
+    (for_pod=False) gets only the API defaults, not the service account, service links
+    and priority that pod defaulting and admission add."""
     if not isinstance(spec, dict):
         return
     spec.setdefault("restartPolicy", "Always")
@@ -88,11 +90,12 @@ def default_pod_spec(spec):
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
-    spec.setdefault("serviceAccountName", spec.get("serviceAccount") or "default")
-    spec.setdefault("serviceAccount", spec["serviceAccountName"])
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    if for_pod:
+        spec.setdefault("serviceAccountName", spec.get("serviceAccount") or "default")
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     for kind in ("initContainers", "containers"):
         for c in spec.get(kind) or []:
             if not isinstance(c, dict):

@@ -1,0 +1,43 @@
+"""krmpod under the kubelet's real timing. kubesim by default shows container starts and exits
+in the pod status only at the kubelet's next relist (1 s, as measured on a real 1.34 node:
+tests/conformance/data/exit_delay.json); the suite shortens that to 20 ms for speed. Here the
+real period is back: the output stream ends when the function exits, its exit code arrives up
+to a relist later, and krmpod waits for it instead of guessing."""
+import re
+import time
+
+from conftest import KUSTOMIZE_RUN, no_sanitizer_reports, run_shim
+
+RELIST_MS = 1000
+
+
+def timings(stderr):
+    m = re.search(rb"attached=(-?\d+)ms finished=(\d+)ms", stderr)
+    assert m, stderr.decode()
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_exit_code_arrives_a_relist_after_the_output(kubesim):
+    kubesim.faults(relist_period_ms=RELIST_MS)
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fail"], stdin=b"x")
+    assert r.returncode == 3, r.stderr.decode()
+    assert b"fail: boom" in r.stderr
+    no_sanitizer_reports(r.stderr)
+    attached, finished = timings(r.stderr)
+    # krmpod attaches when the status says running (a relist tick), the function ends at
+    # once, and its terminated state comes with the next tick: nearly a whole period later
+    assert 0.5 * RELIST_MS <= finished - attached <= RELIST_MS + 300, r.stderr.decode()
+
+
+def test_a_function_that_ended_before_any_relist_saw_it_run(kubesim):
+    """It never shows as running: the status goes from waiting to terminated, and krmpod
+    takes its output from the log."""
+    kubesim.faults(relist_period_ms=RELIST_MS)
+    t0 = time.monotonic()
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/quick-exit"], stdin=b"x")
+    assert r.returncode == 4, r.stderr.decode()
+    err = r.stderr.decode()
+    assert "quick-exit: done before anyone attached" in err, err
+    assert "before krmpod attached" in err, err
+    assert timings(r.stderr)[0] == -1, err  # no attach at all
+    assert time.monotonic() - t0 < 4 * RELIST_MS / 1000, err
