@@ -319,8 +319,8 @@ static int write_log_output(struct run *r, const char *data, size_t n, bool to_s
 		         "and stderr cannot be told apart: all of it goes to stdout",
 		         when, n);
 	else
-		log_debug("%s: its %zu bytes of output come from the pod log and go to stderr",
-		          when, n);
+		log_info("%s: its %zu bytes of output come from the pod log and go to stderr", when,
+		         n);
 	return write_all(to_stdout ? r->io->out_fd : r->io->err_fd, data, n,
 	                 to_stdout ? "stdout" : "stderr", err);
 }
