@@ -214,6 +214,26 @@ def no_pods_left(request):
         pytest.fail("pods left behind in %s after the test: %s" % (FN_NS, ", ".join(names)))
 
 
+def render(install, app, **env):
+    """(CompletedProcess, {uid: recorded pod}) of one generate in the sidecar."""
+    mark = install.recorder.mark()
+    r = install.sidecar.render(app, env=env)
+    install.recorder.settle()
+    return r, install.recorder.pods_since(mark)
+
+
+def assert_ok(r):
+    assert r.returncode == 0, "generate failed (exit %d):\n%s" % (
+        r.returncode, r.stderr.decode(errors="replace"))
+
+
+def exit_codes(rec, init=False):
+    """The exit codes a recorded pod's (init) containers reported."""
+    key = "initContainerStatuses" if init else "containerStatuses"
+    return [s["state"]["terminated"]["exitCode"] for _, _, o in rec["events"]
+            for s in (o.get("status") or {}).get(key) or [] if "terminated" in s.get("state", {})]
+
+
 def pod_summary(rec):
     """One line per recorded pod, for failure messages."""
     o = rec.get("last", rec["created"])

@@ -1,5 +1,6 @@
 """Driving the installed krmpod sidecar as Argo CD's CMP server drives it, and the host-side
 reference build the pipeline output is compared with."""
+import hashlib
 import io
 import os
 import subprocess
@@ -65,35 +66,66 @@ class Sidecar:
     def sh(self, script, *args, stdin=None, timeout=120):
         return self.exec(["sh", "-c", script, "sh"] + list(args), stdin=stdin, timeout=timeout)
 
-    def render_argv(self, env, timeout_ms, hook):
-        """The exec that unpacks an app (a tar on stdin) where the CMP server would, runs the
-        hook's command there through the CMP server stand-in (its own process group, the
-        deadline kill), and removes the app again. The exit status is the hook's."""
+    def put(self, data, path, tries=3):
+        """Writes data (bytes or a file object) to path in the container, checked by its
+        SHA-256: `kubectl exec -i` sometimes delivers no stdin at all (kubernetes/kubernetes
+        #112834), so a transfer that arrived short is sent again."""
+        if isinstance(data, bytes):
+            digest = hashlib.sha256(data).hexdigest()
+        else:
+            h = hashlib.sha256()
+            for chunk in iter(lambda: data.read(1 << 20), b""):
+                h.update(chunk)
+            digest = h.hexdigest()
+        script = ('mkdir -p "$(dirname "$1")" && cat > "$1.part" && '
+                  '[ "$(sha256sum < "$1.part" | cut -d" " -f1)" = "$2" ] && mv "$1.part" "$1"')
+        for _ in range(tries):
+            if not isinstance(data, bytes):
+                data.seek(0)
+            argv = self.exec_argv(["sh", "-c", script, "sh", path, digest], stdin=True)
+            io_args = {"input": data} if isinstance(data, bytes) else {"stdin": data}
+            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=300, **io_args)
+            if r.returncode == 0:
+                return
+        raise AssertionError("could not copy %s into the sidecar in %d tries: %s"
+                             % (path, tries, r.stderr.decode(errors="replace")))
+
+    def upload_app(self, app, env):
+        """Unpacks the host directory app where the CMP server would (its repository copy
+        under /tmp, the app at ARGOCD_APP_SOURCE_PATH in it): (repo dir, app dir)."""
         repo = "/tmp/_cmp_server/" + uuid.uuid4().hex
-        app = repo + "/" + env["ARGOCD_APP_SOURCE_PATH"]
-        script = ('set -e; repo=$1; app=$2; shift 2; mkdir -p "$app"; tar -x -C "$app"; '
-                  'set +e; "$@" </dev/null; rc=$?; rm -rf "$repo"; exit $rc')
+        path = repo + "/" + env["ARGOCD_APP_SOURCE_PATH"]
+        self.put(tar_of(app), repo + "/.app.tar")
+        r = self.sh('set -e; mkdir -p "$2"; tar -x -C "$2" -f "$1/.app.tar"; rm "$1/.app.tar"',
+                    repo, path)
+        assert r.returncode == 0, "unpacking the app failed: %s" % r.stderr.decode()
+        return repo, path
+
+    def run_argv(self, repo, app, env, timeout_ms, hook):
+        """Runs the hook's command (plugin.yaml) in app through the CMP server stand-in (its own
+        process group, Argo CD's deadline kill), then removes the repository copy; the exit
+        status is the hook's."""
         run = [CMP_SERVER, "run", "--timeout-ms", str(timeout_ms), "--chdir", app]
         for k, v in sorted(env.items()):
             run += ["--env", "%s=%s" % (k, v)]
-        return self.exec_argv(["sh", "-c", script, "sh", repo, app] + run + ["--"] +
-                              plugin_command(hook), stdin=True)
+        script = '"$@" </dev/null; rc=$?; rm -rf "$0"; exit $rc'
+        return self.exec_argv(["sh", "-c", script, repo] + run + ["--"] + plugin_command(hook))
 
     def render(self, app, env=None, timeout_ms=60000, hook="generate", timeout=180):
         """Runs a plugin hook (generate by default) on the host directory `app`, as Argo CD
         would: CompletedProcess with the hook's exit code, stdout and stderr."""
         full = dict(ARGOCD_ENV, **(env or {}))
-        return subprocess.run(self.render_argv(full, timeout_ms, hook), input=tar_of(app),
+        repo, path = self.upload_app(app, full)
+        return subprocess.run(self.run_argv(repo, path, full, timeout_ms, hook),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
 
     def start_render(self, app, env=None, timeout_ms=60000, hook="generate"):
-        """The same, in the background: a Popen whose stdin has been written and closed."""
+        """The same, in the background: a Popen (stdout and stderr pipes)."""
         full = dict(ARGOCD_ENV, **(env or {}))
-        proc = subprocess.Popen(self.render_argv(full, timeout_ms, hook), stdin=subprocess.PIPE,
+        repo, path = self.upload_app(app, full)
+        return subprocess.Popen(self.run_argv(repo, path, full, timeout_ms, hook),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        proc.stdin.write(tar_of(app))
-        proc.stdin.close()
-        return proc
 
 
 def direct_build(app, tmp_path, flags=(), **env):
