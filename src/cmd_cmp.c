@@ -13,7 +13,7 @@
 #include "cleanup.h"
 #include "cmd.h"
 #include "cmp_settings.h"
-#include "fn_invoke.h"
+#include "fn_config.h"
 #include "json.h"
 #include "kube_http.h"
 #include "kubeconfig.h"
@@ -217,25 +217,34 @@ static int collect_overrides(const struct settings *s, const struct kfn *fns, si
 /* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run (into s),
  * checked, and handed to the shims as a file (*out: its path, to unlink; NULL when there is
  * nothing to prefetch), so that no function pays a request for it. */
-static int prefetch_template(struct settings *s, char **out, struct err **err)
+static int prefetch_template(struct settings *s, struct kube_config *cfg, char **out,
+                             struct err **err)
 {
 	*out = NULL;
 	if (s->pod_template == NULL || strchr(s->pod_template, '/'))
 		return 0;
-	struct kube_config *cfg = NULL;
-	int rc = kube_config_load(&cfg, err);
-	if (rc == 0)
-		rc = pod_template_load(s, cfg, fn_invoke_namespace(s, cfg), err);
-	if (rc == 0) {
-		cleanup_buf struct buf b;
-		buf_init(&b, 0);
-		struct jw w;
-		jw_init(&w, &b);
-		json_write(&w, s->template);
-		rc = write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
-	}
-	kube_config_free(cfg);
-	return rc;
+	if (pod_template_load(s, cfg, s->namespace, err) < 0)
+		return -1;
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	json_write(&w, s->template);
+	return write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
+}
+
+/* The shims' settings, resolved once for the whole render (fn_config.h), so that a bad
+ * value fails here, before any pod exists. Without functions there is no cluster to ask:
+ * the settings are only checked. */
+static int function_settings(size_t n_fns, struct settings *fs, struct kube_config **cfg,
+                             struct err **err)
+{
+	if (n_fns == 0)
+		return settings_load(fs, err);
+	if (kube_config_load(cfg, err) < 0)
+		return err_wrap(err, "generate: the kustomization runs functions, so krmpod needs "
+		                     "cluster credentials");
+	return fn_config_base(environ, *cfg, fs, err);
 }
 
 static void free_strv(char **v)
@@ -275,33 +284,31 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 	struct kfn *fns = NULL;
 	size_t n_fns = 0;
 	struct prestart *pre = NULL;
-	const char *pre_dir = NULL;
+	struct kube_config *cfg = NULL;
+	struct settings fs = {0};
 	cleanup_buf struct buf out;
 	buf_init(&out, 0);
-	/* The shims' settings, loaded once: a bad value fails here, before any pod exists. */
-	struct settings fs = {0};
-	if (settings_load(&fs, err) < 0) {
-		cmp_settings_clear(&cs);
-		return -1;
-	}
-	if (need_kustomization("generate", err) < 0 || shim_dir_open(&cs, &sd, err) < 0 ||
-	    prefetch_template(&fs, &template_file, err) < 0)
+	if (need_kustomization("generate", err) < 0)
 		goto done;
 	if (kustomization_functions(".", &fns, &n_fns, err) < 0) {
 		err_wrap(err, "generate: read the function configs");
 		goto done;
 	}
-	if (collect_overrides(&fs, fns, n_fns, &overrides_file, err) < 0)
+	if (function_settings(n_fns, &fs, &cfg, err) < 0 || shim_dir_open(&cs, &sd, err) < 0 ||
+	    (cfg && prefetch_template(&fs, cfg, &template_file, err) < 0) ||
+	    collect_overrides(&fs, fns, n_fns, &overrides_file, err) < 0)
+		goto done;
+	if (cs.prestart && n_fns > 0 && prestart_new(getenv("TMPDIR"), &pre, err) < 0)
 		goto done;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	long long epoch_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	if (cs.prestart && prestart_begin(fns, n_fns, cs.prestart_max, cs.allow_network, environ,
-	                                  getenv("TMPDIR"), template_file, overrides_file,
-	                                  epoch_ms + cs.timeout_ms, &pre, &pre_dir, err) < 0)
-		goto done;
 	env = kustomize_env(sd.path, epoch_ms + cs.timeout_ms, template_file, overrides_file,
-	                    pre_dir);
+	                    prestart_dir(pre));
+	/* Prestart resolves each pod from the very environment the shims will get. */
+	if (pre &&
+	    prestart_begin(pre, fns, n_fns, cs.prestart_max, cs.allow_network, env, cfg, err) < 0)
+		goto done;
 	deadline_name = xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)cs.timeout_ms);
 	struct kustomize_opts ko = {
 	        .argv = cs.kustomize_argv,
@@ -332,6 +339,7 @@ int cmd_generate(int argc, char **argv, int *exit_code, struct err **err)
 done:
 	prestart_end(pre);
 	settings_clear(&fs);
+	kube_config_free(cfg);
 	kustomization_functions_free(fns, n_fns);
 	shim_dir_close(&sd);
 	if (template_file)

@@ -11,7 +11,7 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "cmd.h"
-#include "fn_invoke.h"
+#include "fn_config.h"
 #include "json.h"
 #include "kube_http.h"
 #include "kubeconfig.h"
@@ -21,6 +21,8 @@
 #include "settings.h"
 #include "signals.h"
 #include "xalloc.h"
+
+extern char **environ;
 
 struct report {
 	unsigned failed, warned;
@@ -200,16 +202,16 @@ int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err)
 		return err_set(err, ERR_USAGE, "krmpod doctor takes no arguments (got %s)",
 		               argv[1]);
 	struct report r = {0};
-	struct settings s;
-	if (settings_load(&s, err) < 0)
-		return -1;
-	line(&r, "ok", "settings (KRMPOD_*)");
 	struct kube_config *cfg = NULL;
-	if (kube_config_load(&cfg, err) < 0) {
-		settings_clear(&s);
+	if (kube_config_load(&cfg, err) < 0)
+		return -1;
+	struct settings s;
+	if (fn_config_base(environ, cfg, &s, err) < 0) {
+		kube_config_free(cfg);
 		return -1;
 	}
-	const char *ns = fn_invoke_namespace(&s, cfg);
+	line(&r, "ok", "settings (KRMPOD_*)");
+	const char *ns = s.namespace;
 	line(&r, "ok", "credentials: %s; server %s; functions namespace %s", cfg->source,
 	     cfg->server, ns);
 	cleanup_kube_client struct kube_client *c = NULL;

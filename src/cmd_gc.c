@@ -16,7 +16,7 @@
 
 #include "cleanup.h"
 #include "cmd.h"
-#include "fn_invoke.h"
+#include "fn_config.h"
 #include "json.h"
 #include "kube_http.h"
 #include "kubeconfig.h"
@@ -24,6 +24,8 @@
 #include "settings.h"
 #include "signals.h"
 #include "xalloc.h"
+
+extern char **environ;
 
 #define DEFAULT_OLDER_THAN_MS 60000
 
@@ -96,18 +98,17 @@ int cmd_gc(int argc, char **argv, int *exit_code, struct err **err)
 			        argv[i]);
 		}
 	}
-	struct settings s;
-	if (settings_load(&s, err) < 0)
-		return -1;
+	struct settings s = {0};
 	struct kube_config *cfg = NULL;
 	cleanup_kube_client struct kube_client *c = NULL;
 	cleanup_json struct json *list = NULL;
 	cleanup_free char *sel = NULL, *path = NULL;
 	int rc = -1;
-	if (kube_config_load(&cfg, err) < 0 || kube_client_new(cfg, &c, err) < 0)
+	if (kube_config_load(&cfg, err) < 0 || fn_config_base(environ, cfg, &s, err) < 0 ||
+	    kube_client_new(cfg, &c, err) < 0)
 		goto done;
 	kube_client_set_cancel(c, &signals_cancel);
-	const char *ns = fn_invoke_namespace(&s, cfg);
+	const char *ns = s.namespace;
 	sel = kube_query_escape(POD_LABEL_FUNCTION "=true");
 	path = xasprintf("/api/v1/namespaces/%s/pods?labelSelector=%s", ns, sel);
 	if (kube_request(c, "GET", path, NULL, NULL, 0, NULL, &list, err) < 0) {

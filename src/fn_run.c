@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "cleanup.h"
+#include "fn_config.h"
 #include "fn_mounts.h"
 #include "json.h"
 #include "kube_attach.h"
@@ -140,7 +141,7 @@ static int claim_pod(struct run *r, struct err **err)
 {
 	if (r->s->prestart_dir == NULL)
 		return 0;
-	char *pod = prestart_claim(r->s->prestart_dir, prestart_key(r->req, r->s), r->io->cancel);
+	char *pod = prestart_claim(r->s->prestart_dir, fn_config_key(r->req, r->s), r->io->cancel);
 	if (pod == NULL)
 		return 0;
 	r->pod = pod;

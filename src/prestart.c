@@ -17,40 +17,13 @@
 #include "buf.h"
 #include "cleanup.h"
 #include "docker_args.h"
-#include "fn_invoke.h"
+#include "fn_config.h"
 #include "json.h"
 #include "kube_http.h"
 #include "log.h"
 #include "pod_spec.h"
-#include "pod_template.h"
 #include "signals.h"
 #include "xalloc.h"
-
-static int cmp_env(const void *a, const void *b)
-{
-	return strcmp(((const struct fn_env *)a)->name, ((const struct fn_env *)b)->name);
-}
-
-uint64_t prestart_key(const struct fn_request *req, const struct settings *s)
-{
-	struct fn_request r = *req; /* shallow: only the env order changes */
-	struct fn_env *env = xmalloc((req->n_env + 1) * sizeof(*env));
-	memcpy(env, req->env, req->n_env * sizeof(*env));
-	qsort(env, req->n_env, sizeof(*env), cmp_env);
-	r.env = env;
-	struct settings t = *s;
-	t.timeout_ms = 0; /* activeDeadlineSeconds follows the clock */
-	cleanup_buf struct buf b;
-	buf_init(&b, 0);
-	pod_spec_build(&r, &t, &b);
-	free(env);
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < b.len; i++) {
-		h ^= (unsigned char)b.data[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
 
 /* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
  * being made (a pending.KEY.N marker exists). */
@@ -105,7 +78,7 @@ struct offer {
 struct prestart {
 	char *dir;
 	char *ns;
-	struct kube_config *cfg;
+	struct kube_config *cfg; /* borrowed from generate */
 	struct offer *offers;
 	size_t n;
 	pid_t janitor; /* the child that creates the pods and deletes the unclaimed ones */
@@ -235,78 +208,10 @@ static void janitor_main(struct prestart *p, int pipe_r)
 	_exit(0);
 }
 
-/* Settings as the shims will have them for this function. */
-static int shim_settings(struct settings *s, const char *image, struct kube_config *cfg,
-                         const char *template_file, const char *overrides_file,
-                         int64_t deadline_epoch_ms, struct err **err)
+int prestart_new(const char *tmpdir, struct prestart **out, struct err **err)
 {
-	if (settings_load(s, err) < 0)
-		return -1;
-	if (template_file) {
-		free(s->pod_template);
-		s->pod_template = xstrdup(template_file);
-	}
-	if (overrides_file) {
-		free(s->fn_overrides);
-		s->fn_overrides = xstrdup(overrides_file);
-	}
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t left = deadline_epoch_ms - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-	if (left < s->timeout_ms)
-		s->timeout_ms = left > 1000 ? left : 1000;
-	if (pod_template_load(s, cfg, fn_invoke_namespace(s, cfg), err) < 0 ||
-	    settings_apply_overrides(s, image, err) < 0) {
-		settings_clear(s);
-		return -1;
-	}
-	return 0;
-}
-
-int prestart_begin(const struct kfn *fns, size_t n, size_t max, bool allow_network,
-                   char *const *environ_, const char *tmpdir, const char *template_file,
-                   const char *overrides_file, int64_t deadline_epoch_ms, struct prestart **out,
-                   const char **out_dir, struct err **err)
-{
-	*out = NULL;
-	*out_dir = NULL;
 	struct prestart *p = xcalloc(1, sizeof(*p));
 	p->t0 = kube_now_ms();
-	if (kube_config_load(&p->cfg, err) < 0) {
-		free(p);
-		return -1;
-	}
-	p->offers = xcalloc(n ? n : 1, sizeof(*p->offers));
-	for (size_t i = 0; i < n && p->n < max; i++) {
-		const struct kfn *f = &fns[i];
-		if (f->has_mounts || (f->network && !allow_network))
-			continue;
-		struct fn_request req = {0};
-		struct settings s;
-		cleanup_err struct err *e = NULL;
-		if (request_for(f, f->network, environ_, &req, &e) < 0 ||
-		    shim_settings(&s, f->image, p->cfg, template_file, overrides_file,
-		                  deadline_epoch_ms, &e) < 0) {
-			log_debug("prestart: %s: not prestarted: %s", f->where, e->msg);
-			fn_request_clear(&req);
-			continue;
-		}
-		if (p->ns == NULL)
-			p->ns = xstrdup(fn_invoke_namespace(&s, p->cfg));
-		struct offer *o = &p->offers[p->n++];
-		o->key = prestart_key(&req, &s);
-		o->image = xstrdup(f->image);
-		struct buf b;
-		buf_init(&b, 0);
-		pod_spec_build(&req, &s, &b);
-		o->body = buf_steal(&b, &o->len);
-		settings_clear(&s);
-		fn_request_clear(&req);
-	}
-	if (p->n == 0) {
-		prestart_end(p);
-		return 0;
-	}
 	p->dir = xasprintf("%s/krmpod-prestart-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
 	cleanup_free char *claimed = NULL;
 	if (mkdtemp(p->dir) == NULL ||
@@ -318,11 +223,60 @@ int prestart_begin(const struct kfn *fns, size_t n, size_t max, bool allow_netwo
 		prestart_end(p);
 		return -1;
 	}
-	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		prestart_end(p);
-		return err_set(err, ERR_IO, "prestart: pipe: %s", strerror(errno));
+	*out = p;
+	return 0;
+}
+
+const char *prestart_dir(const struct prestart *p)
+{
+	return p ? p->dir : NULL;
+}
+
+/* Builds the offer for function f, resolved exactly as its shim will resolve it: the same
+ * parser on the argv kustomize builds, the same fn_config_resolve() on the environment the
+ * shim will get. Returns 0 when f is not prestarted (said at debug level). */
+static int make_offer(struct prestart *p, const struct kfn *f, bool allow_network,
+                      char *const *shim_env, struct offer *o)
+{
+	struct fn_request req = {0};
+	struct settings s = {0};
+	cleanup_err struct err *e = NULL;
+	if (request_for(f, f->network && allow_network, shim_env, &req, &e) < 0 ||
+	    fn_config_resolve(shim_env, p->cfg, &req, &s, &e) < 0) {
+		log_debug("prestart: %s: not prestarted: %s", f->where, e->msg);
+		fn_request_clear(&req);
+		return 0;
 	}
+	if (p->ns == NULL)
+		p->ns = xstrdup(s.namespace);
+	o->key = fn_config_key(&req, &s);
+	o->image = xstrdup(f->image);
+	struct buf b;
+	buf_init(&b, 0);
+	pod_spec_build(&req, &s, &b);
+	o->body = buf_steal(&b, &o->len);
+	settings_clear(&s);
+	fn_request_clear(&req);
+	return 1;
+}
+
+int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t max,
+                   bool allow_network, char *const *shim_env, struct kube_config *cfg,
+                   struct err **err)
+{
+	p->cfg = cfg;
+	p->offers = xcalloc(n ? n : 1, sizeof(*p->offers));
+	for (size_t i = 0; i < n && p->n < max; i++) {
+		const struct kfn *f = &fns[i];
+		if (f->has_mounts || (f->network && !allow_network))
+			continue;
+		p->n += (size_t)make_offer(p, f, allow_network, shim_env, &p->offers[p->n]);
+	}
+	if (p->n == 0)
+		return 0;
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return err_set(err, ERR_IO, "prestart: pipe: %s", strerror(errno));
 	fflush(NULL);
 	p->janitor = fork();
 	if (p->janitor == 0) {
@@ -334,11 +288,8 @@ int prestart_begin(const struct kfn *fns, size_t n, size_t max, bool allow_netwo
 	if (p->janitor < 0) {
 		close(p->pipe_w);
 		p->janitor = 0;
-		prestart_end(p);
 		return err_set(err, ERR_IO, "prestart: fork: %s", strerror(errno));
 	}
-	*out = p;
-	*out_dir = p->dir;
 	return 0;
 }
 
@@ -380,6 +331,5 @@ void prestart_end(struct prestart *p)
 	free(p->dir);
 	free(p->ns);
 	free(p->offers);
-	kube_config_free(p->cfg);
 	free(p);
 }

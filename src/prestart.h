@@ -5,7 +5,7 @@
  * the request kustomize's `docker run` will make (the same parser, docker_args.c, on the
  * argv kustomize would build), and a child process creates those pods, all at once.
  * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR) as a file named
- * KEY.POD, where KEY is prestart_key() of its request. A shim computes the key of the
+ * KEY.POD, where KEY is fn_config_key() of its request. A shim computes the key of the
  * request it was given and claims a matching pod by rename(2)ing its file into claimed/
  * (atomic: two shims never get the same pod); with no match it creates its own pod as
  * always. The key covers the whole pod spec except activeDeadlineSeconds, so a claimed pod is
@@ -31,25 +31,29 @@
 /* How long a shim waits for an offer for its key that is still being created. */
 #define PRESTART_WAIT_MS 3000
 
-/* FNV-1a 64 of the canonical pod spec of req (env sorted by name, no deadline). */
-uint64_t prestart_key(const struct fn_request *req, const struct settings *s);
-
 /* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. Waits
  * up to PRESTART_WAIT_MS while an offer for key is still being created, unless *cancel. */
 char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel);
 
 struct prestart;
 
-/* generate side: forks the janitor (a child in generate's process group, so Argo CD's group
- * SIGTERM reaches it even after generate was SIGKILLed; it also notices generate's death by
- * its pipe) which creates pods for fns, offering them in a new
- * directory under tmpdir (*out_dir, owned by the prestart). `allow_network` is what generate
- * tells kustomize; `environ_` the environment the shims will see (bare -e names resolve in
- * it); `template_file` / `overrides_file` what the shims will be given (may be NULL). */
-int prestart_begin(const struct kfn *fns, size_t n, size_t max, bool allow_network,
-                   char *const *environ_, const char *tmpdir, const char *template_file,
-                   const char *overrides_file, int64_t deadline_epoch_ms, struct prestart **out,
-                   const char **out_dir, struct err **err);
+/* generate side, first step: makes the offer directory under tmpdir (TMPDIR or /tmp), which
+ * generate hands the shims as KRMPOD_PRESTART_DIR. */
+int prestart_new(const char *tmpdir, struct prestart **out, struct err **err);
+
+/* The offer directory. */
+const char *prestart_dir(const struct prestart *p);
+
+/* Forks the janitor (a child in generate's process group, so Argo CD's group SIGTERM
+ * reaches it even after generate was SIGKILLed; it also notices generate's death by its
+ * pipe), which creates the pods for fns and offers them. Each pod is resolved with
+ * fn_config_resolve() on shim_env, the environment kustomize will run the shims with, so
+ * its key is the one the shim computes. `allow_network` is what generate tells kustomize
+ * (--network); cfg is borrowed until prestart_end(). A function that cannot be resolved is
+ * simply not prestarted: its shim reports the problem. */
+int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t max,
+                   bool allow_network, char *const *shim_env, struct kube_config *cfg,
+                   struct err **err);
 
 /* Tells the janitor to delete every pod nobody claimed, waits for it, removes the directory.
  * NULL is fine. */

@@ -160,16 +160,25 @@ static int parse_labels(const char *var, const char *text, struct settings *s, s
 	return 0;
 }
 
-/* Returns the variable's value, or NULL when unset or empty. */
-static const char *env(const char *name)
+/* The environment settings are read from (settings_load_env). */
+struct envr {
+	char *const *envp;
+};
+
+/* Returns the variable's value in e, or NULL when unset or empty. */
+static const char *env(const struct envr *e, const char *name)
 {
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
+	size_t n = strlen(name);
+	for (char *const *p = e->envp; p && *p; p++)
+		if (strncmp(*p, name, n) == 0 && (*p)[n] == '=')
+			return (*p)[n + 1] ? *p + n + 1 : NULL;
+	return NULL;
 }
 
-static int load_duration(const char *var, int64_t def_ms, int64_t *out, struct err **err)
+static int load_duration(const struct envr *e, const char *var, int64_t def_ms, int64_t *out,
+                         struct err **err)
 {
-	const char *v = env(var);
+	const char *v = env(e, var);
 	if (v == NULL) {
 		*out = def_ms;
 		return 0;
@@ -177,10 +186,10 @@ static int load_duration(const char *var, int64_t def_ms, int64_t *out, struct e
 	return settings_parse_duration(var, v, out, err);
 }
 
-static int load_quantity(const char *var, const char *def, char **out, unsigned bit, unsigned *set,
-                         struct err **err)
+static int load_quantity(const struct envr *e, const char *var, const char *def, char **out,
+                         unsigned bit, unsigned *set, struct err **err)
 {
-	const char *v = env(var);
+	const char *v = env(e, var);
 	if (v)
 		*set |= bit;
 	if (v && settings_check_quantity(var, v, err) < 0)
@@ -189,9 +198,9 @@ static int load_quantity(const char *var, const char *def, char **out, unsigned 
 	return 0;
 }
 
-static int load_dns_label(const char *var, char **out, struct err **err)
+static int load_dns_label(const struct envr *e, const char *var, char **out, struct err **err)
 {
-	const char *v = env(var);
+	const char *v = env(e, var);
 	if (v == NULL)
 		return 0;
 	size_t n = strlen(v);
@@ -357,9 +366,9 @@ int settings_apply_overrides(struct settings *s, const char *image, struct err *
 
 /* KRMPOD_DEADLINE_MS: set by `krmpod generate` for the shims it runs, so that no function
  * (and no pod's activeDeadlineSeconds) outlives generate's own deadline. */
-static int apply_deadline(struct settings *s, struct err **err)
+static int apply_deadline(const struct envr *e, struct settings *s, struct err **err)
 {
-	const char *v = env("KRMPOD_DEADLINE_MS");
+	const char *v = env(e, "KRMPOD_DEADLINE_MS");
 	if (v == NULL)
 		return 0;
 	char *end = NULL;
@@ -384,25 +393,33 @@ static int apply_deadline(struct settings *s, struct err **err)
 	return 0;
 }
 
+extern char **environ;
+
 int settings_load(struct settings *s, struct err **err)
 {
+	return settings_load_env(s, environ, err);
+}
+
+int settings_load_env(struct settings *s, char *const *envp, struct err **err)
+{
+	const struct envr envr = {envp}, *e = &envr;
 	memset(s, 0, sizeof(*s));
-	if (load_dns_label("KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
-	    load_duration("KRMPOD_START_TIMEOUT", 120000, &s->start_timeout_ms, err) < 0 ||
-	    load_duration("KRMPOD_TIMEOUT", 300000, &s->timeout_ms, err) < 0 ||
-	    load_quantity("KRMPOD_CPU_REQUEST", "100m", &s->cpu_request, SETTINGS_SET_CPU_REQUEST,
+	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
+	    load_duration(e, "KRMPOD_START_TIMEOUT", 120000, &s->start_timeout_ms, err) < 0 ||
+	    load_duration(e, "KRMPOD_TIMEOUT", 300000, &s->timeout_ms, err) < 0 ||
+	    load_quantity(e, "KRMPOD_CPU_REQUEST", "100m", &s->cpu_request,
+	                  SETTINGS_SET_CPU_REQUEST, &s->resources_set, err) < 0 ||
+	    load_quantity(e, "KRMPOD_CPU_LIMIT", "1", &s->cpu_limit, SETTINGS_SET_CPU_LIMIT,
 	                  &s->resources_set, err) < 0 ||
-	    load_quantity("KRMPOD_CPU_LIMIT", "1", &s->cpu_limit, SETTINGS_SET_CPU_LIMIT,
-	                  &s->resources_set, err) < 0 ||
-	    load_quantity("KRMPOD_MEMORY_REQUEST", "64Mi", &s->memory_request,
+	    load_quantity(e, "KRMPOD_MEMORY_REQUEST", "64Mi", &s->memory_request,
 	                  SETTINGS_SET_MEMORY_REQUEST, &s->resources_set, err) < 0 ||
-	    load_quantity("KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit,
+	    load_quantity(e, "KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit,
 	                  SETTINGS_SET_MEMORY_LIMIT, &s->resources_set, err) < 0)
 		goto fail;
-	const char *labels = env("KRMPOD_EXTRA_LABELS");
+	const char *labels = env(e, "KRMPOD_EXTRA_LABELS");
 	if (labels && parse_labels("KRMPOD_EXTRA_LABELS", labels, s, err) < 0)
 		goto fail;
-	const char *owner = env("KRMPOD_OWNER_POD"), *uid = env("KRMPOD_OWNER_UID");
+	const char *owner = env(e, "KRMPOD_OWNER_POD"), *uid = env(e, "KRMPOD_OWNER_UID");
 	if ((owner == NULL) != (uid == NULL)) {
 		err_set(err, ERR_CONFIG,
 		        "%s is set but %s is not: set both (from the downward API: metadata.name "
@@ -416,36 +433,36 @@ int settings_load(struct settings *s, struct err **err)
 		s->owner_pod = xstrdup(owner);
 		s->owner_uid = xstrdup(uid);
 	}
-	if (load_dns_label("KRMPOD_OWNER_NAMESPACE", &s->owner_namespace, err) < 0)
+	if (load_dns_label(e, "KRMPOD_OWNER_NAMESPACE", &s->owner_namespace, err) < 0)
 		goto fail;
-	if (apply_deadline(s, err) < 0)
+	if (apply_deadline(e, s, err) < 0)
 		goto fail;
-	const char *net = env("KRMPOD_ALLOW_NETWORK");
+	const char *net = env(e, "KRMPOD_ALLOW_NETWORK");
 	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
 		goto fail;
-	if (load_quantity("KRMPOD_MAX_CPU_LIMIT", s->cpu_limit, &s->max_cpu_limit, 0,
+	if (load_quantity(e, "KRMPOD_MAX_CPU_LIMIT", s->cpu_limit, &s->max_cpu_limit, 0,
 	                  &s->resources_set, err) < 0 ||
-	    load_quantity("KRMPOD_MAX_MEMORY_LIMIT", s->memory_limit, &s->max_memory_limit, 0,
+	    load_quantity(e, "KRMPOD_MAX_MEMORY_LIMIT", s->memory_limit, &s->max_memory_limit, 0,
 	                  &s->resources_set, err) < 0)
 		goto fail;
-	const char *ovr = env("KRMPOD_FN_OVERRIDES");
+	const char *ovr = env(e, "KRMPOD_FN_OVERRIDES");
 	if (ovr)
 		s->fn_overrides = xstrdup(ovr);
-	const char *pre = env("KRMPOD_PRESTART_DIR");
+	const char *pre = env(e, "KRMPOD_PRESTART_DIR");
 	if (pre)
 		s->prestart_dir = xstrdup(pre);
-	const char *tmpl = env("KRMPOD_POD_TEMPLATE");
+	const char *tmpl = env(e, "KRMPOD_POD_TEMPLATE");
 	if (tmpl)
 		s->pod_template = xstrdup(tmpl);
-	const char *helper = env("KRMPOD_HELPER_IMAGE");
+	const char *helper = env(e, "KRMPOD_HELPER_IMAGE");
 	if (helper)
 		s->helper_image = xstrdup(helper);
-	const char *mmax = env("KRMPOD_MOUNT_MAX_BYTES");
+	const char *mmax = env(e, "KRMPOD_MOUNT_MAX_BYTES");
 	s->mount_max_bytes = 64LL << 20;
 	if (mmax &&
 	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
 		goto fail;
-	if (s->start_timeout_ms > s->timeout_ms && env("KRMPOD_START_TIMEOUT") == NULL) {
+	if (s->start_timeout_ms > s->timeout_ms && env(e, "KRMPOD_START_TIMEOUT") == NULL) {
 		s->start_timeout_ms =
 		        s->timeout_ms; /* the default start timeout fits the overall one */
 	} else if (s->start_timeout_ms > s->timeout_ms) {

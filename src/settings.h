@@ -70,7 +70,12 @@ struct settings {
 #define SETTINGS_SET_MEMORY_REQUEST 4u
 #define SETTINGS_SET_MEMORY_LIMIT   8u
 
-/* Reads all settings from `getenv`. On failure *s is cleared. */
+/* Reads all settings from the environment array envp (NAME=VALUE strings, NULL-terminated).
+ * On failure *s is cleared. The function-run settings are resolved from this through
+ * fn_config.h, never read piecemeal. */
+int settings_load_env(struct settings *s, char *const *envp, struct err **err);
+
+/* settings_load_env() on the process environment. */
 int settings_load(struct settings *s, struct err **err);
 void settings_clear(struct settings *s);
 

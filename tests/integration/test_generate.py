@@ -469,3 +469,54 @@ def test_deadline_variable_errors_are_named(kubesim, tmp_path):
                  env=base_env(kubesim, KRMPOD_DEADLINE_MS="1000"))
     assert r.returncode == 125
     assert b"generate's deadline (KRMPOD_GENERATE_TIMEOUT) passed" in r.stderr, r.stderr
+
+
+def shipped_sidecar_env(owner_namespace="argocd"):
+    """The krmpod container's environment exactly as manifests/repo-server defines it, with
+    the downward API's values filled in as the kubelet would for a repo-server pod in
+    `owner_namespace`."""
+    import yaml
+    path = os.path.join(ROOT, "manifests", "repo-server", "argocd-repo-server.yaml")
+    with open(path) as f:
+        dep = yaml.safe_load(f)
+    c = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "krmpod")
+    fields = {"metadata.name": "argocd-repo-server-7d9f8b6c4-x2x9z",
+              "metadata.uid": "0f3c2b1a-1111-4222-8333-944455556666",
+              "metadata.namespace": owner_namespace}
+    env = {}
+    for e in c["env"]:
+        if "value" in e:
+            env[e["name"]] = e["value"]
+        else:
+            env[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]]
+    assert env["KRMPOD_NAMESPACE"] != owner_namespace or owner_namespace != "argocd"
+    return env
+
+
+def test_prestart_in_the_shipped_install(kubesim, tmp_path):
+    """Under the env manifests/ gives the sidecar (repo-server in argocd, functions in
+    krmpod-functions), every pod started ahead is claimed, the shims create none, and no pod
+    carries an ownerReference to a pod in another namespace (the garbage collector would
+    delete it at once)."""
+    env = shipped_sidecar_env()
+    ns = env["KRMPOD_NAMESPACE"]
+    before = len(kubesim.requests())
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_LOG_LEVEL="debug",
+                              **env))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "2 pods started ahead" in err and "2 claimed, 0 unclaimed deleted" in err, err
+    posts = [l for l in kubesim.requests()[before:] if " POST " in " %s " % l and "/pods" in l]
+    assert len(posts) == 2 and all("/namespaces/%s/pods" % ns in l for l in posts), posts
+    specs = pod_specs(r.stderr)
+    assert len(specs) == 2, specs
+    assert all("ownerReferences" not in s["metadata"] for s in specs), specs
+    # with the repo-server in the functions namespace, the owner is kept, and still claimed
+    env = shipped_sidecar_env(owner_namespace=ns)
+    r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_LOG_LEVEL="debug",
+                              **env))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "2 claimed, 0 unclaimed deleted" in err, err
+    owners = [s["metadata"].get("ownerReferences") for s in pod_specs(r.stderr)]
+    assert owners and all(o and o[0]["name"] == env["KRMPOD_OWNER_POD"] for o in owners), owners

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "cmp_settings.h"
+#include "fn_config.h"
 #include "kustomization.h"
 #include "prestart.h"
 #include "settings.h"
@@ -108,7 +109,7 @@ TEST(quantities_and_sizes)
 	err_free(e);
 }
 
-TEST(prestart_key_is_the_pod_not_the_order_or_the_clock)
+TEST(fn_config_key_is_the_pod_not_the_order_or_the_clock)
 {
 	struct fn_env ab[] = {{"A", "1"}, {"B", "2"}}, ba[] = {{"B", "2"}, {"A", "1"}};
 	struct fn_request r1 = {.image = "example.com/fn:v1",
@@ -121,17 +122,17 @@ TEST(prestart_key_is_the_pod_not_the_order_or_the_clock)
 	r2.env = ba;
 	struct settings s1 = unit_settings(300000), s2 = unit_settings(300000);
 	s2.timeout_ms = 12345;
-	CHECK(prestart_key(&r1, &s1) == prestart_key(&r2, &s2));
+	CHECK(fn_config_key(&r1, &s1) == fn_config_key(&r2, &s2));
 	struct fn_request r3 = r1;
 	r3.image = "example.com/fn:v2";
-	CHECK(prestart_key(&r1, &s1) != prestart_key(&r3, &s1));
+	CHECK(fn_config_key(&r1, &s1) != fn_config_key(&r3, &s1));
 	struct fn_env a2[] = {{"A", "1"}, {"B", "3"}};
 	struct fn_request r4 = r1;
 	r4.env = a2;
-	CHECK(prestart_key(&r1, &s1) != prestart_key(&r4, &s1));
+	CHECK(fn_config_key(&r1, &s1) != fn_config_key(&r4, &s1));
 	struct settings s3 = unit_settings(300000);
 	s3.memory_limit = "1Gi";
-	CHECK(prestart_key(&r1, &s1) != prestart_key(&r1, &s3));
+	CHECK(fn_config_key(&r1, &s1) != fn_config_key(&r1, &s3));
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -212,7 +213,7 @@ int main(void)
 	RUN(kustomize_command_line);
 	RUN(bad_hook_settings_name_the_variable);
 	RUN(quantities_and_sizes);
-	RUN(prestart_key_is_the_pod_not_the_order_or_the_clock);
+	RUN(fn_config_key_is_the_pod_not_the_order_or_the_clock);
 	RUN(kustomization_walk);
 	return check_summary();
 }
