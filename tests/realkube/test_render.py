@@ -114,7 +114,7 @@ def test_mounts_reach_the_function_byte_for_byte(install, tmp_path):
     assert strip.sub("", out) == strip.sub("", direct.stdout.decode()), \
         "sidecar:\n%s\ndirect:\n%s" % (out, direct.stdout.decode())
     assert "/data/link-to-nested l 555 -> sub/nested.txt" in out, out
-    assert "line 003999 of a file" in out
+    assert "line 000999 of a file" in out
     assert re.search(r"write\.data: 'denied: (Permission denied|Read-only file system)'", out), out
     assert "write.scratch: ok" in out, out
     assert re.search(r"mounts: \d+ entries, \d+ bytes of files", r.stderr.decode()), \
