@@ -234,3 +234,56 @@ def test_pod_security_restricted_admits_every_function_pod(install, tmp_path):
     assert [c["name"] for c in spec["initContainers"]] == ["mounts"]
     phases = {(o.get("status") or {}).get("phase") for _, _, o in pod["events"]}
     assert "Running" in phases or "Succeeded" in phases, phases
+
+
+def test_function_sees_only_what_its_config_names(install, tmp_path):
+    """Environment isolation on the real kubelet: named variables (a value, one from the
+    sidecar's environment, one from an Application's plugin env as ARGOCD_ENV_<name>) reach
+    the function; nothing of the sidecar's (ARGOCD_*, git credentials, KRMPOD_*, the API
+    server's address) does."""
+    app = fn_app(tmp_path, "printenv", envs=["GREETING=hi", "APP_COLOR", "SIDE_VAR",
+                                             "NOT_SET_ANYWHERE"])
+    r, pods = render(install, app, SIDE_VAR="from the sidecar")
+    assert_ok(r)
+    fn_env = {}
+    for line in r.stderr.decode().splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.replace("_", "").isalnum() and k.isupper():
+            fn_env[k] = v
+    want = {"GREETING": "hi", "APP_COLOR": "green", "SIDE_VAR": "from the sidecar",
+            "LOG_TO_STDERR": "true", "STRUCTURED_RESULTS": "true"}
+    for k, v in want.items():
+        assert fn_env.get(k) == v, (k, fn_env)
+    # The kubelet always adds the `kubernetes` Service's variables (enableServiceLinks:
+    # false drops only the other Services'): the API server's address, no credentials.
+    (pod,) = pods.values()
+    assert pod["created"]["spec"]["enableServiceLinks"] is False
+    kubelet_adds = {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+                    "KUBERNETES_SERVICE_PORT_HTTPS", "KUBERNETES_PORT", "KUBERNETES_PORT_443_TCP",
+                    "KUBERNETES_PORT_443_TCP_ADDR", "KUBERNETES_PORT_443_TCP_PORT",
+                    "KUBERNETES_PORT_443_TCP_PROTO"}
+    leaked = sorted(k for k in fn_env if k.startswith(("ARGOCD", "GIT_", "KRMPOD", "KUBE"))
+                    and k not in kubelet_adds)
+    assert leaked == [], "reached the function: %s" % leaked
+    assert "NOT_SET_ANYWHERE" not in fn_env
+    print("the function's environment: %s" % sorted(fn_env))
+
+
+def test_init_and_discover_hooks(install, tmp_path):
+    """plugin.yaml's other two commands, run the same way."""
+    app = copy_fixture_app(tmp_path)
+    r = install.sidecar.render(app, hook="init")
+    assert r.returncode == 0 and b"init: ok" in r.stderr, r
+    r = install.sidecar.render(app, hook="discover")
+    assert r.returncode == 0, r
+    assert r.stdout.decode().splitlines() == [
+        "kustomization.yaml: generators: generate.yaml: container function "
+        "example.com/fns/gen-configmap:v1",
+        "kustomization.yaml: transformers: label.yaml: container function "
+        "example.com/fns/add-label:v1"], r.stdout
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "kustomization.yaml").write_text("resources:\n- cm.yaml\n")
+    (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    r = install.sidecar.render(plain, hook="discover")
+    assert r.returncode == 1 and r.stdout == b"", r
