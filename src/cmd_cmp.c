@@ -154,9 +154,10 @@ static int write_temp_file(const char *prefix, const char *data, size_t len, cha
 	return 0;
 }
 
-/* kustomize's environment: ours, with the shim dir first on PATH and generate's deadline
- * for the shims. Nothing else is added or removed: what a function sees is decided by the
- * shim, which passes only the variables the function's config names. */
+/* kustomize's environment: ours, with the shim dir first on PATH, and for the shims
+ * generate's deadline, its files and a log level (info when the user chose none). Nothing
+ * else is added or removed: what a function sees is decided by the shim, which passes only
+ * the variables the function's config names. */
 static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
                             const char *template_file, const char *overrides_file,
                             const char *prestart_dir)
@@ -164,8 +165,14 @@ static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 6, sizeof(char *));
+	char **env = xcalloc(n + 7, sizeof(char *));
 	size_t k = 0;
+	/* The shims are quiet by default (kpt copies their stderr into its results); under
+	 * generate each function's line is wanted, unless the user chose a level. */
+	const char *level = getenv("KRMPOD_LOG_LEVEL");
+	bool level_given = level && *level;
+	if (!level_given)
+		env[k++] = xstrdup("KRMPOD_LOG_LEVEL=info");
 	const char *path = getenv("PATH");
 	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
 	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
@@ -178,6 +185,7 @@ static char **kustomize_env(const char *shim, long long deadline_epoch_ms,
 		    strncmp(environ[i], "KRMPOD_DEADLINE_MS=", 19) != 0 &&
 		    strncmp(environ[i], "KRMPOD_FN_OVERRIDES=", 20) != 0 &&
 		    strncmp(environ[i], "KRMPOD_PRESTART_DIR=", 20) != 0 &&
+		    (level_given || strncmp(environ[i], "KRMPOD_LOG_LEVEL=", 17) != 0) &&
 		    (template_file == NULL || strncmp(environ[i], "KRMPOD_POD_TEMPLATE=", 20) != 0))
 			env[k++] = xstrdup(environ[i]);
 	return env;

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cleanup.h"
+#include "json.h"
 #include "log.h"
 #include "size_limits.h"
 #include "xalloc.h"
@@ -89,6 +91,13 @@ static int parse_id(const char *s, size_t n, const char *flag, const char *value
 			        flag, value);
 	errno = 0;
 	long v = strtol(tmp, NULL, 10);
+	if (errno == 0 && v == 0)
+		return err_set(
+		        err, ERR_USAGE,
+		        "%s %s: function pods never run as root (kpt's --as-current-user "
+		        "passes the ids kpt runs with: run kpt as a non-root user, or without "
+		        "--as-current-user)",
+		        flag, value);
 	if (errno || v <= 0 || v > 2147483647L)
 		return err_set(
 		        err, ERR_USAGE,
@@ -440,7 +449,113 @@ int docker_args_parse(int argc, char *const *argv, char *const *environ_, struct
 	return 0;
 }
 
-int docker_args_version(int argc, char *const *argv, const char *version, char **out,
+/* Appends one semver pre-release identifier made of ident[0..n): characters other than
+ * [0-9A-Za-z-] become '-', an empty identifier becomes "0", and a numeric one with a leading
+ * zero (a git hash like 0123456) gets a 'g' in front, since semver forbids leading zeros. */
+static void put_identifier(struct buf *b, const char *ident, size_t n)
+{
+	if (n == 0) {
+		buf_putc(b, '0');
+		return;
+	}
+	bool numeric = true;
+	for (size_t i = 0; i < n; i++)
+		numeric = numeric && isdigit((unsigned char)ident[i]);
+	if (numeric && n > 1 && ident[0] == '0')
+		buf_putc(b, 'g');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)ident[i];
+		buf_putc(b, isalnum(c) || c == '-' ? (char)c : '-');
+	}
+}
+
+char *docker_args_engine_version(const char *krmpod_version)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, DOCKER_COMPAT_VERSION "-krmpod");
+	size_t len = strnlen(krmpod_version, DOCKER_VERSION_MAX);
+	for (size_t i = 0; i < len;) {
+		size_t n = 0;
+		while (i + n < len && krmpod_version[i + n] != '.')
+			n++;
+		buf_putc(&b, '.');
+		put_identifier(&b, krmpod_version + i, n);
+		i += n + 1;
+		if (i == len && krmpod_version[len - 1] == '.') /* "1." ends in an empty one */
+			buf_puts(&b, ".0");
+	}
+	return buf_steal(&b, NULL);
+}
+
+/* Evaluates one `{{ACTION}}` of a docker version template (ACTION without the braces and
+ * the blanks around it). */
+static int template_action(const char *action, size_t n, const char *engine,
+                           const char *krmpod_version, struct buf *out, const char *format,
+                           struct err **err)
+{
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(action, lit, n) == 0)
+	if (IS(".Client.Version") || IS(".Server.Version")) {
+		buf_puts(out, engine);
+		return 0;
+	}
+	if (IS("json .")) {
+		struct jw w;
+		jw_init(&w, out);
+		jw_obj_begin(&w);
+		static const char *const sides[] = {"Client", "Server"};
+		for (size_t i = 0; i < 2; i++) {
+			jw_key(&w, sides[i]);
+			jw_obj_begin(&w);
+			jw_key(&w, "Platform");
+			jw_obj_begin(&w);
+			jw_kv_str(&w, "Name", "krmpod (KRM functions as Kubernetes pods)");
+			jw_obj_end(&w);
+			jw_kv_str(&w, "Version", engine);
+			jw_kv_str(&w, "KrmpodVersion", krmpod_version);
+			jw_obj_end(&w);
+		}
+		jw_obj_end(&w);
+		return 0;
+	}
+#undef IS
+	return err_set(err, ERR_USAGE,
+	               "docker version --format %s: krmpod's docker shim cannot answer {{%.*s}}: "
+	               "it knows only {{.Client.Version}}, {{.Server.Version}} and {{json .}}",
+	               format, (int)(n < 200 ? n : 200), action);
+}
+
+/* Renders a Go-template-like docker version format: text is copied, each {{ACTION}} is
+ * evaluated by template_action(); docker ends the output with a newline. */
+static int render_template(const char *format, const char *engine, const char *krmpod_version,
+                           struct buf *out, struct err **err)
+{
+	for (const char *p = format; *p;) {
+		const char *open = strstr(p, "{{");
+		if (open == NULL) {
+			buf_puts(out, p);
+			break;
+		}
+		buf_append(out, p, (size_t)(open - p), "docker version output", NULL);
+		const char *close = strstr(open + 2, "}}");
+		if (close == NULL)
+			return err_set(err, ERR_USAGE,
+			               "docker version --format %s: a {{ without its }}", format);
+		const char *a = open + 2, *e = close;
+		while (a < e && (*a == ' ' || *a == '\t'))
+			a++;
+		while (e > a && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (template_action(a, (size_t)(e - a), engine, krmpod_version, out, format, err) <
+		    0)
+			return -1;
+		p = close + 2;
+	}
+	buf_putc(out, '\n');
+	return 0;
+}
+
+int docker_args_version(int argc, char *const *argv, const char *krmpod_version, char **out,
                         struct err **err)
 {
 	const char *format = NULL;
@@ -459,25 +574,22 @@ int docker_args_version(int argc, char *const *argv, const char *version, char *
 			               a);
 		}
 	}
+	cleanup_free char *engine = docker_args_engine_version(krmpod_version);
 	if (format == NULL) {
-		*out = xasprintf(
-		        "Client:\n Version:     %s\n Engine:      krmpod (KRM functions as "
-		        "Kubernetes pods)\n\nServer:\n Version:     %s\n",
-		        version, version);
+		*out = xasprintf("Client: krmpod (KRM functions as Kubernetes pods)\n"
+		                 " Version:           %s\n"
+		                 " krmpod version:    %s\n"
+		                 "\n"
+		                 "Server: krmpod (KRM functions as Kubernetes pods)\n"
+		                 " Engine:\n"
+		                 "  Version:          %s\n",
+		                 engine, krmpod_version, engine);
 		return 0;
 	}
-	if (strstr(format, "json")) {
-		*out = xasprintf(
-		        "{\"Client\":{\"Version\":\"%s\"},\"Server\":{\"Version\":\"%s\"}}\n",
-		        version, version);
-		return 0;
-	}
-	if (strstr(format, ".Client.Version") || strstr(format, ".Server.Version")) {
-		*out = xasprintf("%s\n", version);
-		return 0;
-	}
-	return err_set(err, ERR_USAGE,
-	               "docker version --format %s: krmpod answers only {{.Client.Version}}, "
-	               "{{.Server.Version}} and {{json .}}",
-	               format);
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	if (render_template(format, engine, krmpod_version, &b, err) < 0)
+		return -1;
+	*out = buf_steal(&b, NULL);
+	return 0;
 }

@@ -25,9 +25,26 @@
 int docker_args_parse(int argc, char *const *argv, char *const *environ_, struct fn_request *req,
                       struct err **err);
 
-/* Parses a `docker version` line's arguments (e.g. `--format {{.Client.Version}}`) and writes
- * the answer for `version` to *out (newly allocated). Unknown flags: ERR_USAGE. */
-int docker_args_version(int argc, char *const *argv, const char *version, char **out,
+/* The docker engine version krmpod claims, for clients that check it (kpt requires
+ * >= 20.10.0, compared with golang.org/x/mod/semver). */
+#define DOCKER_COMPAT_VERSION "24.0.0"
+/* The most characters of krmpod's own version that go into the answer. */
+#define DOCKER_VERSION_MAX 64
+
+/* Returns (newly allocated) the semver-legal version `docker version` answers:
+ * DOCKER_COMPAT_VERSION "-krmpod." followed by krmpod_version as semver pre-release
+ * identifiers (split on '.'; characters other than [0-9A-Za-z-] become '-'; an empty
+ * identifier becomes "0"; a numeric one with a leading zero gets a 'g' in front; at most
+ * DOCKER_VERSION_MAX characters of krmpod_version are used). E.g. "39ed41f-dirty" gives
+ * "24.0.0-krmpod.39ed41f-dirty". Cannot fail. */
+char *docker_args_engine_version(const char *krmpod_version);
+
+/* Parses a `docker version` line's arguments and writes the answer for krmpod_version to
+ * *out (newly allocated, ending in a newline). Without --format: a docker-like summary.
+ * `--format TEMPLATE` (also -f, --format=): text is copied and each {{ACTION}} (blanks
+ * inside the braces allowed) is one of .Client.Version, .Server.Version (both the engine
+ * version above) or `json .`. Unknown flags and actions: ERR_USAGE naming them. */
+int docker_args_version(int argc, char *const *argv, const char *krmpod_version, char **out,
                         struct err **err);
 
 #endif

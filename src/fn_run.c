@@ -303,6 +303,28 @@ static int fetch_log(struct run *r, struct buf *out, struct err **err)
 	return 0;
 }
 
+/* Output that only the pod log holds (docs/internals/pod-lifecycle.md, "Output from the pod
+ * log"): the log is stdout and stderr merged, so krmpod must pick one stream for all of it.
+ * It goes to stdout when the function succeeded (or, written before the attach, when it did
+ * not wait for input: docker run without -i) — its output is then its result — and to stderr
+ * otherwise. Putting it on stdout is said once, as a warning, since stderr lines may be in
+ * it; stderr is the safe side and needs no warning. */
+static int write_log_output(struct run *r, const char *data, size_t n, bool to_stdout,
+                            const char *when, struct err **err)
+{
+	if (n == 0)
+		return 0;
+	if (to_stdout)
+		log_warn("%s: its %zu bytes of output come from the pod log, where stdout "
+		         "and stderr cannot be told apart: all of it goes to stdout",
+		         when, n);
+	else
+		log_debug("%s: its %zu bytes of output come from the pod log and go to stderr",
+		          when, n);
+	return write_all(to_stdout ? r->io->out_fd : r->io->err_fd, data, n,
+	                 to_stdout ? "stdout" : "stderr", err);
+}
+
 /* The container ended before we could attach: all of its output is in the log. */
 static int replay_log(struct run *r, const struct pod_state *st, struct err **err)
 {
@@ -310,15 +332,17 @@ static int replay_log(struct run *r, const struct pod_state *st, struct err **er
 	buf_init(&log, 0);
 	if (fetch_log(r, &log, err) < 0)
 		return err_wrap(err, "read the log of pod %s/%s", r->ns, r->pod);
-	log_info("the function exited (code %d) before krmpod attached; its output, from the pod "
-	         "log, follows on stderr",
+	char when[96];
+	snprintf(when, sizeof(when), "the function exited (code %d) before krmpod attached",
 	         st->exit_code);
-	return write_all(r->io->err_fd, log.data ? log.data : "", log.len, "stderr", err);
+	return write_log_output(r, log.data, log.len, st->exit_code == 0, when, err);
 }
 
 /* Output written before the attach began exists only in the pod log: take a snapshot now
  * (stdin has not been sent yet, so a function that waits for input has written everything
- * it will write before input) and show what the attach did not deliver itself. */
+ * it will write before input) and show what the attach did not deliver itself. A function
+ * that waits for input has written only diagnostics before it (stderr); one without stdin
+ * (no -i) was running free, and what it wrote is most likely its output (stdout). */
 static void recover_preattach(struct run *r, struct kube_stream *stream)
 {
 	cleanup_buf struct buf log;
@@ -334,23 +358,116 @@ static void recover_preattach(struct run *r, struct kube_stream *stream)
 	const char *prefix = kube_stream_prefix(stream, &plen);
 	size_t overlap =
 	        fn_run_log_overlap(log.data ? log.data : "", log.len, prefix ? prefix : "", plen);
-	size_t n = log.len - overlap;
-	if (n == 0)
-		return;
-	log_debug("recovered %zu bytes written before the attach from the pod log", n);
-	if (write_all(r->io->err_fd, log.data, n, "stderr", &e) < 0)
+	if (write_log_output(r, log.data, log.len - overlap, !r->req->want_stdin,
+	                     "the function wrote output before krmpod attached", &e) < 0)
 		log_warn("%s", e->msg);
+}
+
+/* A private file that holds a stream's output until the function has ended (unlinked at
+ * once: it goes away with the descriptor). In TMPDIR, else /tmp. */
+static int open_hold_file(const char *what, int *out, struct err **err)
+{
+	const char *dir = getenv("TMPDIR");
+	cleanup_free char *path =
+	        xasprintf("%s/krmpod-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return err_set(err, ERR_IO,
+		               "cannot make %s to hold the function's %s (set TMPDIR to a writable "
+		               "directory): %s",
+		               path, what, strerror(errno));
+	unlink(path);
+	*out = fd;
+	return 0;
+}
+
+/* Copies a hold file to fd from its start. */
+static int copy_held(int from, int to, const char *what, struct err **err)
+{
+	if (lseek(from, 0, SEEK_SET) < 0)
+		return err_set(err, ERR_IO, "rewind the held %s: %s", what, strerror(errno));
+	char chunk[64 << 10];
+	for (;;) {
+		ssize_t n = read(from, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set(err, ERR_IO, "read the held %s: %s", what, strerror(errno));
+		if (n == 0)
+			return 0;
+		if (write_all(to, chunk, (size_t)n, what, err) < 0)
+			return -1;
+	}
+}
+
+long long fn_run_preattach_len(const char *log, size_t log_len, uint64_t attached,
+                               const char *prefix, size_t prefix_len)
+{
+	size_t plen = prefix_len;
+	if (plen > attached)
+		plen = (size_t)attached;
+	if (attached <= log_len) {
+		size_t pre = log_len - (size_t)attached;
+		if (plen == 0 || memcmp(log + pre, prefix, plen) == 0)
+			return (long long)pre;
+	}
+	if (attached == 0)
+		return (long long)log_len;
+	if (plen == 0)
+		return -1;
+	const char *hit = memmem(log, log_len, prefix, plen);
+	return hit ? (long long)(hit - log) : -1;
+}
+
+/* docker run without -i (docs/internals/pod-lifecycle.md, "Output from the pod log"): the
+ * function ran from its start, not waiting for an attach, so the beginning of its output
+ * may exist only in the pod log. Its attached output was held; now that it has ended and
+ * its log is complete, the part only the log has is written first, then the held streams. */
+static int release_held(struct run *r, const struct pod_state *st,
+                        const struct kube_stream_result *res, int hold_out, int hold_err,
+                        struct err **err)
+{
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	cleanup_err struct err *e = NULL;
+	if (fetch_log(r, &log, &e) < 0) {
+		log_warn("could not read the pod log to recover output written before the attach "
+		         "(%s); such output, if any, is missing",
+		         e->msg);
+	} else {
+		long long pre = fn_run_preattach_len(log.data ? log.data : "", log.len,
+		                                     res->bytes_out + res->bytes_err, res->prefix,
+		                                     res->prefix_len);
+		if (pre < 0)
+			log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the "
+			         "attach delivered; output written before the attach, if any, is "
+			         "missing",
+			         log.len, (unsigned long long)(res->bytes_out + res->bytes_err));
+		else if (write_log_output(r, log.data, (size_t)pre, st->exit_code == 0,
+		                          "the function wrote output before krmpod attached",
+		                          err) < 0)
+			return -1;
+	}
+	if (copy_held(hold_out, r->io->out_fd, "stdout", err) < 0)
+		return -1;
+	return copy_held(hold_err, r->io->err_fd, "stderr", err);
 }
 
 static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code, struct err **err)
 {
+	/* Without -i the output is held until the end (release_held); with -i it streams. */
+	bool held = !r->req->want_stdin;
+	cleanup_close int hold_out = -1, hold_err = -1;
+	if (held && (open_hold_file("stdout", &hold_out, err) < 0 ||
+	             open_hold_file("stderr", &hold_err, err) < 0))
+		return -1;
 	cleanup_free char *path =
 	        kube_attach_path(r->ns, r->pod, POD_CONTAINER_NAME, r->req->want_stdin);
 	struct kube_stream_opts opts = {
 	        .path = path,
 	        .in_fd = r->req->want_stdin ? r->io->in_fd : -1,
-	        .out_fd = r->io->out_fd,
-	        .err_fd = r->io->err_fd,
+	        .out_fd = held ? hold_out : r->io->out_fd,
+	        .err_fd = held ? hold_err : r->io->err_fd,
 	        .capture_prefix = OVERLAP_WINDOW,
 	        .cancel = r->io->cancel,
 	        .deadline_ms = r->deadline,
@@ -379,27 +496,31 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 		return err_wrap(err, "attach to pod %s/%s", r->ns, r->pod);
 	}
 	r->t_attached = kube_now_ms();
-	recover_preattach(r, stream);
+	if (!held)
+		recover_preattach(r, stream);
 	struct kube_stream_result res = {0};
 	int rc = kube_stream_run(stream, &res, err);
 	kube_stream_free(stream);
 	log_debug("attach: %llu bytes in, %llu out, %llu err", (unsigned long long)res.bytes_in,
 	          (unsigned long long)res.bytes_out, (unsigned long long)res.bytes_err);
+	if (rc == 0)
+		rc = wait_terminated(r, st, err);
+	else if (*r->io->cancel)
+		rc = cancelled(r, err);
+	else if ((*err)->code == ERR_TIMEOUT)
+		err_wrap(err,
+		         "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while the "
+		         "function ran (its output is incomplete): raise KRMPOD_TIMEOUT",
+		         r->req->image, r->ns, r->pod, (long long)r->s->timeout_ms);
+	else
+		err_wrap(err, "stream pod %s/%s (the function's output is incomplete)", r->ns,
+		         r->pod);
+	if (held && rc == 0)
+		rc = release_held(r, st, &res, hold_out, hold_err, err);
+	else if (held) /* failed: what the function said on stderr may explain it */
+		copy_held(hold_err, r->io->err_fd, "stderr", NULL);
 	kube_stream_result_clear(&res);
-	if (rc < 0) {
-		if (*r->io->cancel)
-			return cancelled(r, err);
-		if ((*err)->code == ERR_TIMEOUT)
-			return err_wrap(
-			        err,
-			        "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while "
-			        "the function ran (its output is incomplete): raise "
-			        "KRMPOD_TIMEOUT",
-			        r->req->image, r->ns, r->pod, (long long)r->s->timeout_ms);
-		return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)",
-		                r->ns, r->pod);
-	}
-	if (wait_terminated(r, st, err) < 0)
+	if (rc < 0)
 		return -1;
 	*exit_code = st->exit_code;
 	return 0;

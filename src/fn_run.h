@@ -44,4 +44,13 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
 size_t fn_run_log_overlap(const char *log, size_t log_len, const char *attached,
                           size_t attached_len);
 
+/* For a function that ran without stdin (docker run without -i) and has ended: the length
+ * of the start of its complete pod `log` that the attach did not deliver. The log is that
+ * part followed by exactly the `attached` bytes the attach delivered (stdout and stderr),
+ * whose first `prefix_len` bytes are in `prefix`; when the log does not end that way (cut
+ * at LIMIT_POD_LOG) the prefix's first occurrence in it marks the end of the part. Returns
+ * -1 when the two cannot be lined up. */
+long long fn_run_preattach_len(const char *log, size_t log_len, uint64_t attached,
+                               const char *prefix, size_t prefix_len);
+
 #endif

@@ -2,7 +2,9 @@
  * stdout carries only data (the function's output, rendered manifests).
  *
  * Lines look like `krmpod[docker] pod=fn-abcde: message`. The level comes from
- * KRMPOD_LOG_LEVEL (error, warn, info, debug; default info), read by log_init_from_env().
+ * KRMPOD_LOG_LEVEL (error, warn, info, debug), read by log_init_from_env(); without it, the
+ * level set before (info, unless the front-end chose another default: the docker shim's is
+ * warn).
  */
 #ifndef KRMPOD_LOG_H
 #define KRMPOD_LOG_H
@@ -21,7 +23,8 @@ void log_set_pod(const char *pod);
 /* Parses a level name; returns -1 with ERR_CONFIG naming `source` on an unknown name. */
 int log_parse_level(const char *name, const char *source, enum log_level *out, struct err **err);
 
-/* Reads KRMPOD_LOG_LEVEL. An invalid value is an ERR_CONFIG error naming the variable. */
+/* Reads KRMPOD_LOG_LEVEL; unset or empty keeps the current level. An invalid value is an
+ * ERR_CONFIG error naming the variable. */
 int log_init_from_env(struct err **err);
 
 void log_set_level(enum log_level level);

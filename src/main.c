@@ -81,6 +81,11 @@ int main(int argc, char **argv)
 	const char *self = argc > 0 ? basename(argv[0]) : "krmpod";
 	bool is_docker = strcmp(self, "docker") == 0;
 	log_set_role(is_docker ? "docker" : argc > 1 ? argv[1] : "krmpod");
+	/* kustomize and kpt copy the shim's stderr into their own output (kpt into its
+	 * results): a successful function says nothing at the default level. `krmpod generate`
+	 * hands its shims KRMPOD_LOG_LEVEL=info unless the user chose a level. */
+	if (is_docker)
+		log_set_level(LOG_WARN);
 
 	struct err *e = NULL;
 	if (log_init_from_env(&e) < 0) {

@@ -58,7 +58,7 @@ void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req
 	jw_str(w, "unpack");
 	jw_str(w, POD_MOUNTS_DIR);
 	jw_arr_end(w);
-	pod_spec_write_attach_fields(w);
+	pod_spec_write_attach_fields(w, true); /* it receives the tar on stdin */
 	jw_key(w, "env");
 	jw_arr_begin(w);
 	jw_obj_begin(w);

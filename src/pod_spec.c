@@ -148,10 +148,10 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 	}
 }
 
-void pod_spec_write_attach_fields(struct jw *w)
+void pod_spec_write_attach_fields(struct jw *w, bool stdin_)
 {
-	jw_kv_bool(w, "stdin", true);
-	jw_kv_bool(w, "stdinOnce", true);
+	jw_kv_bool(w, "stdin", stdin_);
+	jw_kv_bool(w, "stdinOnce", stdin_);
 	jw_kv_bool(w, "tty", false);
 }
 
@@ -187,7 +187,9 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 			jw_str(w, req->args[i]);
 		jw_arr_end(w);
 	}
-	pod_spec_write_attach_fields(w);
+	/* docker run without -i: the process gets an empty stdin (/dev/null), as with docker;
+	 * a container that asks for stdin would wait for an attach that never sends it. */
+	pod_spec_write_attach_fields(w, req->want_stdin);
 	jw_key(w, "env");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < req->n_env; i++) {

@@ -4,7 +4,9 @@
  * non-zero id), seccomp RuntimeDefault, no privilege escalation, all capabilities dropped,
  * no service-account token, no service links, restartPolicy Never, activeDeadlineSeconds from
  * the overall timeout, resource requests and limits, terminationMessagePolicy
- * FallbackToLogsOnError. The container is stdin+stdinOnce, tty false.
+ * FallbackToLogsOnError. The container is stdin+stdinOnce when the request wants stdin (-i),
+ * else without stdin (docker run without -i: an empty stdin); tty false. The spec is a pure
+ * function of the request and the settings (prestart keys pods by it).
  *
  * Labels: app.kubernetes.io/managed-by=krmpod, krmpod.dev/function=true,
  * krmpod.dev/network=none|granted (a NetworkPolicy selects these), plus KRMPOD_EXTRA_LABELS.
@@ -37,9 +39,11 @@ void pod_spec_build(const struct fn_request *req, const struct settings *s, stru
  * non-root, all capabilities dropped) that every container of a function pod gets. */
 void pod_spec_write_security_context(struct jw *w);
 
-/* The fields that make a container attachable the way krmpod streams it: stdin and stdinOnce
- * (the runtime closes stdin when the first attach's stdin ends), no tty. */
-void pod_spec_write_attach_fields(struct jw *w);
+/* The fields that make a container attachable the way krmpod streams it, no tty. With
+ * `stdin_`, stdin and stdinOnce (the runtime closes stdin when the first attach's stdin
+ * ends); without, neither: the process's stdin is empty (/dev/null), like `docker run`
+ * without -i, and the attach asks only for stdout and stderr. */
+void pod_spec_write_attach_fields(struct jw *w, bool stdin_);
 
 /* The generateName prefix for an image: "krmpod-" + the image's last path segment without
  * tag/digest, lowercased, non-alphanumerics as '-', cut so the name stays ≤ 63 chars with

@@ -96,6 +96,24 @@ def test_function_failure_leaves_stdout_empty(kubesim, tmp_path):
     no_sanitizer_reports(r.stderr)
 
 
+def test_log_level_under_generate(kubesim, tmp_path):
+    """The shims are quiet by default (kpt copies their stderr into its results), but under
+    generate, with no level set, each function still leaves its line; a level the user sets
+    wins, for generate and its shims alike."""
+    env = cmp_env(kubesim, tmp_path)
+    del env["KRMPOD_LOG_LEVEL"]
+    r = generate(APP, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert err.count("image=example.com/fns/") == 2, err
+    assert "bytes of manifests" in err, err
+    r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_LOG_LEVEL="warn"))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "image=" not in err and "bytes of manifests" not in err, err
+    assert "add-label: labelled 3 items" in err, err  # the function's own stderr stays
+
+
 def test_image_pull_failure_exit_code_and_message(kubesim, tmp_path):
     kubesim.faults(pull_fail_images=["cat"])
     app = fn_app(tmp_path, "example.com/cat:v1")

@@ -1,8 +1,26 @@
 """The shim on its own: argv parsing, byte-exact streams, exit codes, env, errors."""
+import json
 import os
 import random
+import re
+import signal
+import time
 
 from conftest import KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim, start_shim
+
+# semver 2.0 without build metadata, as golang.org/x/mod/semver (kpt's check) reads it:
+# numeric identifiers without leading zeros, pre-release identifiers of [0-9A-Za-z-].
+_NUM = r"(?:0|[1-9][0-9]*)"
+_PRE = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+SEMVER = re.compile(r"^%s\.%s\.%s(?:-%s(?:\.%s)*)?$" % (_NUM, _NUM, _NUM, _PRE, _PRE))
+
+
+def quiet_env(sim, **extra):
+    """The shim's environment without KRMPOD_LOG_LEVEL: its default level."""
+    env = base_env(sim)
+    del env["KRMPOD_LOG_LEVEL"]
+    env.update(extra)
+    return env
 
 
 def test_cat_is_byte_exact(kubesim):
@@ -56,11 +74,100 @@ def test_env_kv_and_bare_name(kubesim):
 
 
 def test_docker_version(kubesim):
-    r = run_shim(kubesim, ["version", "--format", "{{.Client.Version}}"])
-    assert r.returncode == 0, r.stderr.decode()
-    assert r.stdout.strip() != b""
+    """kpt runs `docker version --format {{.Client.Version}}` first and needs a semver
+    >= 20.10.0; the answer names krmpod and its own version."""
+    answers = {}
+    for field in ("Client", "Server"):
+        r = run_shim(kubesim, ["version", "--format", "{{.%s.Version}}" % field],
+                     env=quiet_env(kubesim))
+        assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+        v = r.stdout.decode()
+        assert v.endswith("\n") and v.count("\n") == 1, v
+        v = v[:-1]
+        assert SEMVER.match(v), "not a semver kpt accepts: %r" % v
+        assert v.startswith("24.0.0-krmpod."), v
+        core = tuple(int(x) for x in v.split("-")[0].split("."))
+        assert core >= (20, 10, 0), v
+        answers[field] = v
+    assert answers["Client"] == answers["Server"], answers
     r = run_shim(kubesim, ["version"])
     assert r.returncode == 0 and b"krmpod" in r.stdout
+    assert answers["Client"].encode() in r.stdout, r.stdout
+    r = run_shim(kubesim, ["version", "--format", "{{json .}}"])
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout)["Client"]["Version"] == answers["Client"], r.stdout
+    for bad in ("{{.Client.Os}}", "{{.Client.Version}} {{.Server.Arch}}"):
+        r = run_shim(kubesim, ["version", "--format", bad])
+        assert r.returncode == 125 and r.stdout == b"", (bad, r.stdout)
+        assert b"cannot answer {{.Client.Os}}" in r.stderr or \
+            b"cannot answer {{.Server.Arch}}" in r.stderr, r.stderr
+
+
+def test_without_i_stdin_is_empty(kubesim):
+    """docker run without -i: the function reads an empty stdin and ends (it never waits
+    for input), and what the shim's own stdin holds does not reach it."""
+    t0 = time.time()
+    r = run_shim(kubesim, ["run", "--rm", "example.com/cat"], stdin=b"not for the function",
+                 timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"", r.stdout
+    assert time.time() - t0 < 30
+    # the pod asks for no stdin
+    proc, body = start_shim(kubesim, ["run", "--rm", "example.com/sleep"])
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err.decode()
+    c = body["spec"]["containers"][0]
+    assert c["stdin"] is False and c["stdinOnce"] is False and c["tty"] is False, c
+
+
+def test_without_i_output_before_and_after_the_attach(kubesim):
+    """chatty writes a line at once (before krmpod can attach: only the pod log has it),
+    another a second later and then one on stderr: stdout gets both lines, once each and in
+    order, stderr its own line."""
+    r = run_shim(kubesim, ["run", "--rm", "example.com/chatty"])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == (b"chatty: first line, at once\n"
+                        b"chatty: second line, a second later\n"), r.stdout
+    assert r.stderr.count(b"chatty: a note on stderr\n") == 1, r.stderr
+    no_sanitizer_reports(r.stderr)
+    # failed: the part only the log has goes to stderr, the attached part where it belongs
+    r = run_shim(kubesim, ["run", "--rm", "example.com/chatty", "3"])
+    assert r.returncode == 3, r.stderr.decode()
+    assert r.stdout.endswith(b"chatty: second line, a second later\n"), r.stdout
+    both = r.stdout + r.stderr
+    assert both.count(b"chatty: first line, at once\n") == 1, (r.stdout, r.stderr)
+    assert b"chatty: a note on stderr\n" in r.stderr and b"note" not in r.stdout
+
+
+def test_without_i_ended_before_the_attach(kubesim):
+    """A function that ends at once (kpt fn doc's `--help`): its output may exist only in
+    the pod log, which merges stdout and stderr. Exit 0: to stdout, said once on stderr;
+    otherwise to stderr. At the default level nothing else is said."""
+    r = run_shim(kubesim, ["run", "--rm", "example.com/with-help", "--help"],
+                 env=quiet_env(kubesim))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.startswith(b"with-help: a test function") and \
+        r.stdout.endswith(b"It takes no functionConfig.\n"), r.stdout
+    lines = r.stderr.decode().splitlines()
+    assert lines == [] or (len(lines) == 1 and "warning: " in lines[0] and
+                           "stdout and stderr cannot be told apart" in lines[0]), lines
+    r = run_shim(kubesim, ["run", "--rm", "example.com/fail"], env=quiet_env(kubesim))
+    assert r.returncode == 3, r.stderr.decode()
+    assert r.stdout == b"" and r.stderr == b"fail: boom\n", (r.stdout, r.stderr)
+
+
+def test_default_level_success_says_nothing(kubesim):
+    """kustomize and kpt copy the shim's stderr into their output (kpt into its results):
+    at the default level a successful function adds nothing to its own stderr."""
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/stderr-first"], stdin=b"x\n",
+                 env=quiet_env(kubesim))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"x\n"
+    assert r.stderr == b"hello from stderr before stdin\n", r.stderr
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=b"y",
+                 env=quiet_env(kubesim, KRMPOD_LOG_LEVEL="info"))
+    assert r.returncode == 0 and b"image=example.com/cat" in r.stderr, r.stderr
 
 
 def test_unknown_flag_is_125_and_named(kubesim):

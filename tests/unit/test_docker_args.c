@@ -173,20 +173,85 @@ TEST(version)
 	char *out = NULL;
 	struct err *e = NULL;
 	CHECK_INT(docker_args_version(0, NULL, "1.2.3", &out, &e), 0);
-	CHECK_CONTAINS(out, "Version:     1.2.3");
+	CHECK_CONTAINS(out, "Version:           24.0.0-krmpod.1.2.3\n");
+	CHECK_CONTAINS(out, "krmpod version:    1.2.3\n");
 	free(out);
-	out = NULL;
-	char *fmt[] = {"--format", "{{.Client.Version}}"};
-	CHECK_INT(docker_args_version(2, fmt, "1.2.3", &out, &e), 0);
-	CHECK_STR(out, "1.2.3\n");
-	free(out);
-	out = NULL;
-	char *bad[] = {"--bogus"};
-	CHECK_INT(docker_args_version(1, bad, "1.2.3", &out, &e), -1);
-	CHECK(e != NULL);
-	if (e)
-		CHECK_CONTAINS(e->msg, "--bogus");
-	err_free(e);
+	struct {
+		int argc;
+		char *argv[2];
+		const char *want;
+	} ok[] = {
+	        {2, {"--format", "{{.Client.Version}}"}, "24.0.0-krmpod.1.2.3\n"},
+	        {2, {"-f", "{{ .Server.Version }}"}, "24.0.0-krmpod.1.2.3\n"},
+	        {1,
+	         {"--format={{.Client.Version}}/{{.Server.Version}}"},
+	         "24.0.0-krmpod.1.2.3/24.0.0-krmpod.1.2.3\n"},
+	        {1, {"--format=plain"}, "plain\n"},
+	        {1,
+	         {"--format={{json .}}"},
+	         "{\"Client\":{\"Platform\":{\"Name\":\"krmpod (KRM functions as Kubernetes "
+	         "pods)\"},\"Version\":\"24.0.0-krmpod.1.2.3\",\"KrmpodVersion\":\"1.2.3\"},"
+	         "\"Server\":{\"Platform\":{\"Name\":\"krmpod (KRM functions as Kubernetes "
+	         "pods)\"},\"Version\":\"24.0.0-krmpod.1.2.3\",\"KrmpodVersion\":\"1.2.3\"}}\n"},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		out = NULL;
+		CHECK_INT(docker_args_version(ok[i].argc, ok[i].argv, "1.2.3", &out, &e), 0);
+		CHECK_STR(out, ok[i].want);
+		free(out);
+	}
+	struct {
+		int argc;
+		char *argv[2];
+		const char *named;
+	} bad[] = {
+	        {1, {"--bogus"}, "--bogus"},
+	        {2, {"--format", "{{.Client.Os}}"}, "{{.Client.Os}}"},
+	        {2, {"--format", "{{.Client.Version}} {{.Server.Os}}"}, "{{.Server.Os}}"},
+	        {2, {"--format", "{{.Client.Version"}, "a {{ without its }}"},
+	        {1, {"--format"}, "--format needs a value"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		out = NULL;
+		CHECK_INT(docker_args_version(bad[i].argc, bad[i].argv, "1.2.3", &out, &e), -1);
+		CHECK(out == NULL);
+		CHECK(e != NULL);
+		if (e)
+			CHECK_CONTAINS(e->msg, bad[i].named);
+		err_free(e);
+		e = NULL;
+	}
+}
+
+/* kpt checks the answer with golang.org/x/mod/semver (IsValid, then >= v20.10.0): krmpod's
+ * own version, whatever git describe made of it, must become legal pre-release identifiers. */
+TEST(engine_version_is_semver)
+{
+	struct {
+		const char *in, *want;
+	} cases[] = {
+	        {"39ed41f", "24.0.0-krmpod.39ed41f"},
+	        {"39ed41f-dirty", "24.0.0-krmpod.39ed41f-dirty"},
+	        {"v0.3.0-12-g39ed41f-dirty", "24.0.0-krmpod.v0.3.0-12-g39ed41f-dirty"},
+	        {"0123456", "24.0.0-krmpod.g0123456"},            /* numeric, leading zero */
+	        {"1.02.0", "24.0.0-krmpod.1.g02.0"},              /* the same inside */
+	        {"1234567", "24.0.0-krmpod.1234567"},             /* numeric without one is fine */
+	        {"0", "24.0.0-krmpod.0"},                         /* a lone zero is fine */
+	        {"1.0+build_7/x", "24.0.0-krmpod.1.0-build-7-x"}, /* no '+', '_' or '/' */
+	        {"a..b.", "24.0.0-krmpod.a.0.b.0"},               /* no empty identifier */
+	        {"", "24.0.0-krmpod"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *v = docker_args_engine_version(cases[i].in);
+		CHECK_STR(v, cases[i].want);
+		free(v);
+	}
+	char longv[200];
+	memset(longv, 'a', sizeof(longv) - 1);
+	longv[sizeof(longv) - 1] = '\0';
+	char *v = docker_args_engine_version(longv);
+	CHECK_INT((long long)strlen(v), (long long)(strlen("24.0.0-krmpod.") + DOCKER_VERSION_MAX));
+	free(v);
 }
 
 int main(void)
@@ -198,5 +263,6 @@ int main(void)
 	RUN(errors_name_the_flag);
 	RUN(mounts_as_kustomize_writes_them);
 	RUN(version);
+	RUN(engine_version_is_semver);
 	return check_summary();
 }

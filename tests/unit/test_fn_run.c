@@ -1,4 +1,5 @@
-/* Unit tests: the pure parts of the pod lifecycle (log/attach overlap). */
+/* Unit tests: the pure parts of the pod lifecycle (log/attach overlap, the part of a log
+ * only the log has). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -36,9 +37,30 @@ TEST(overlap_large)
 	free(att);
 }
 
+static long long pre(const char *log, uint64_t attached, const char *prefix)
+{
+	return fn_run_preattach_len(log, strlen(log), attached, prefix, strlen(prefix));
+}
+
+TEST(preattach_len)
+{
+	CHECK_INT(pre("", 0, ""), 0);                           /* no output at all */
+	CHECK_INT(pre("early\n", 0, ""), 6);                    /* nothing attached: all of it */
+	CHECK_INT(pre("late\n", 5, "late\n"), 0);               /* all of it attached */
+	CHECK_INT(pre("early\nlate\n", 5, "late\n"), 6);        /* the log = part + attached */
+	CHECK_INT(pre("x\nx\nx\nx\n", 4, "x\nx\n"), 4);         /* repeated lines: by length */
+	CHECK_INT(pre("early\nlate\nmore\n", 10, "late\n"), 6); /* prefix shorter than attached */
+	/* the log was cut: the attached output's first occurrence ends the part */
+	CHECK_INT(pre("early\nlate\nmo", 12, "late\nmore\n"), -1);
+	CHECK_INT(pre("early\nlate\nmore\nand", 100, "late\nmore\n"), 6);
+	CHECK_INT(pre("something else\n", 4, "late"), -1); /* does not line up */
+	CHECK_INT(pre("ab", 5, ""), -1);                   /* attached, nothing captured */
+}
+
 int main(void)
 {
 	RUN(overlap);
+	RUN(preattach_len);
 	RUN(overlap_large);
 	return check_summary();
 }

@@ -105,6 +105,42 @@ TEST(network_owner_labels_pull_args)
 	json_free(p);
 }
 
+/* docker run without -i: no stdin (the process reads /dev/null, nothing waits for an attach
+ * that never sends input); the mounts init container still takes its tar on stdin. */
+TEST(stdin_only_with_i)
+{
+	struct fn_mount m = {.type = FN_MOUNT_BIND,
+	                     .source = "/app/data",
+	                     .target = "/data",
+	                     .readonly = true,
+	                     .spec = "type=bind,source=/app/data,target=/data,readonly"};
+	struct fn_request req = {.image = "fn",
+	                         .run_as_user = 65534,
+	                         .run_as_group = 65534,
+	                         .mounts = &m,
+	                         .n_mounts = 1};
+	struct settings s = unit_settings(300000);
+	s.helper_image = "example.com/krmpod:test";
+	struct json *p = build(&req, &s);
+	CHECK(p != NULL);
+	bool bv = true;
+	const struct json *c = json_path(p, "spec.containers[0]");
+	CHECK(json_bool(json_get(c, "stdin"), &bv) && !bv);
+	CHECK(json_bool(json_get(c, "stdinOnce"), &bv) && !bv);
+	CHECK(json_bool(json_get(c, "tty"), &bv) && !bv);
+	const struct json *init = json_path(p, "spec.initContainers[0]");
+	CHECK_STR(json_str(json_get(init, "name")), "mounts");
+	CHECK(json_bool(json_get(init, "stdin"), &bv) && bv);
+	CHECK(json_bool(json_get(init, "stdinOnce"), &bv) && bv);
+	json_free(p);
+	req.want_stdin = true;
+	p = build(&req, &s);
+	c = json_path(p, "spec.containers[0]");
+	CHECK(json_bool(json_get(c, "stdin"), &bv) && bv);
+	CHECK(json_bool(json_get(c, "stdinOnce"), &bv) && bv);
+	json_free(p);
+}
+
 TEST(generate_name)
 {
 	char *n = pod_spec_generate_name("REGISTRY:5000/Org/My_Fn.v2:tag@sha256:abc");
@@ -125,6 +161,7 @@ int main(void)
 {
 	RUN(locked_down);
 	RUN(network_owner_labels_pull_args);
+	RUN(stdin_only_with_i);
 	RUN(generate_name);
 	return check_summary();
 }

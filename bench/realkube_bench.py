@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""make bench, real-cluster section: krmpod on the real single-node Kubernetes of
+../shared/k8s (realkube), where a container's start and exit reach the pod status only at the
+kubelet's relist (about once a second), side by side with the kubectl sequence.
+
+Measured, medians of n runs, in one run:
+  * one function (`cat` on a 50-item ResourceList) through the shim: the phases krmpod logs
+    (scheduled, started, attached, exit seen) and the wall time; the kubectl sequence of
+    bench/kubectl-runner.sh with each step timed;
+  * `krmpod generate` of an app with 3 functions, prestart on and off;
+  * the physical floor: kustomize alone on the same app without its functions, plus one pod
+    start (create -> status Running, as a client sees it; and -> the kubelet's Started event).
+
+The cluster is started when it is not running, and then stopped at the end; a running one is
+left running. Functions run in a fresh namespace with Pod Security `restricted`, deleted at
+the end. Images are built from realkube's busybox root filesystem (nothing is pulled)."""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+REALKUBE = os.path.join(ROOT, "..", "shared", "k8s", "realkube")
+CAT_IMAGE = "krmpod-bench/cat:1"
+INPUT = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+         + b"".join(b"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm%d\n" % i
+                    for i in range(50)))
+KUSTOMIZE_RUN = ["run", "--rm", "-i", "-a", "STDIN", "-a", "STDOUT", "-a", "STDERR",
+                 "--network", "none", "--user", "nobody", "--security-opt=no-new-privileges",
+                 "-e", "LOG_TO_STDERR=true", "-e", "STRUCTURED_RESULTS=true"]
+PHASES = re.compile(r"scheduled=(-?\d+)ms started=(-?\d+)ms attached=(-?\d+)ms "
+                    r"finished=(-?\d+)ms exit=(-?\d+) requests=(\d+)")
+
+
+def sh(argv, **kw):
+    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, **kw).stdout.decode()
+
+
+class Cluster:
+    def __init__(self):
+        st = subprocess.run([REALKUBE, "status"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+        self.started_here = st.returncode != 0
+        self.kubeconfig = sh([REALKUBE, "start"], stderr=subprocess.DEVNULL).strip()
+        self.env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        self.ns = "krmpod-bench-%d" % (time.time() * 1000 % 10**9)
+        self.kubectl("create", "namespace", self.ns)
+        self.kubectl("label", "namespace", self.ns,
+                     "pod-security.kubernetes.io/enforce=restricted")
+        for _ in range(100):  # the controller-manager adds the ServiceAccount
+            if subprocess.run(["kubectl", "-n", self.ns, "get", "serviceaccount", "default"],
+                              env=self.env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                break
+            time.sleep(0.05)
+
+    def kubectl(self, *args, stdin=None):
+        return subprocess.run(["kubectl"] + list(args), env=self.env, input=stdin, check=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode()
+
+    def image(self, tmp):
+        rootfs = os.path.join(tmp, "rootfs")
+        subprocess.run([REALKUBE, "busybox-rootfs", rootfs], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sh([REALKUBE, "image", CAT_IMAGE, rootfs, "--entrypoint", '["/bin/cat"]',
+            "--user", "65534"], stderr=subprocess.DEVNULL)
+
+    def close(self):
+        subprocess.run(["kubectl", "delete", "namespace", self.ns, "--wait=false"],
+                       env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.started_here:
+            subprocess.run([REALKUBE, "stop"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+
+def timed(argv, env, stdin=b"", cwd=None):
+    t0 = time.monotonic()
+    p = subprocess.run(argv, input=stdin, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    return time.monotonic() - t0, p
+
+
+def bench_shim(cl, krmpod, bindir, n):
+    env = dict(cl.env, KRMPOD_NAMESPACE=cl.ns, KRMPOD_LOG_LEVEL="info",
+               PATH=os.environ["PATH"])
+    rows = []
+    for _ in range(n):
+        wall, p = timed([os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + [CAT_IMAGE], env,
+                        INPUT)
+        if p.returncode != 0 or p.stdout != INPUT:
+            raise SystemExit("bench: krmpod failed: %s" % p.stderr.decode())
+        m = PHASES.search(p.stderr.decode())
+        rows.append([wall * 1000] + [int(x) for x in m.groups()])
+    med = [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
+    return {"wall_ms": med[0], "scheduled_ms": med[1], "started_ms": med[2],
+            "attached_ms": med[3], "exit_seen_ms": med[4], "requests": med[6]}
+
+
+def bench_kubectl(cl, n):
+    """bench/kubectl-runner.sh's steps, each timed."""
+    steps = {"create": [], "wait_running": [], "attach": [], "wait_terminated": [],
+             "get_exit_code": [], "delete": [], "wall": []}
+    for i in range(n):
+        name = "bench-kubectl-%d-%d" % (os.getpid(), i)
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": 65534,
+                                            "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [{"name": "fn", "image": CAT_IMAGE, "stdin": True,
+                                        "stdinOnce": True, "tty": False,
+                                        "securityContext": {
+                                            "allowPrivilegeEscalation": False,
+                                            "capabilities": {"drop": ["ALL"]}}}]}}
+        k = ["kubectl", "-n", cl.ns]
+        seq = [
+            ("create", k + ["create", "-f", "-"], json.dumps(pod).encode()),
+            ("wait_running", k + ["wait", "--for=jsonpath={.status.phase}=Running",
+                                  "pod/" + name, "--timeout=120s"], b""),
+            ("attach", k + ["attach", "-i", "-q", "-c", "fn", name], INPUT),
+            ("wait_terminated", k + ["wait", "--for=jsonpath={.status.containerStatuses[0]"
+                                     ".state.terminated.reason}", "pod/" + name,
+                                     "--timeout=60s"], b""),
+            ("get_exit_code", k + ["get", "pod", name, "-o", "jsonpath={.status."
+                                   "containerStatuses[0].state.terminated.exitCode}"], b""),
+            ("delete", k + ["delete", "pod", name, "--grace-period=0", "--wait=false"], b""),
+        ]
+        total = 0.0
+        for step, argv, stdin in seq:
+            dt, p = timed(argv, cl.env, stdin)
+            if p.returncode != 0 or (step == "attach" and p.stdout != INPUT) or \
+                    (step == "get_exit_code" and p.stdout != b"0"):
+                raise SystemExit("bench: kubectl %s failed: %s" % (step, p.stderr.decode()))
+            steps[step].append(dt * 1000)
+            total += dt
+        steps["wall"].append(total * 1000)
+    return {k: statistics.median(v) for k, v in steps.items()}
+
+
+def write_app(d, functions):
+    os.makedirs(d)
+    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+        f.write("resources:\n- cm.yaml\n")
+        if functions:
+            f.write("transformers:\n" + "".join("- fn%d.yaml\n" % i for i in range(functions)))
+    with open(os.path.join(d, "cm.yaml"), "w") as f:
+        f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\ndata:\n  k: v\n")
+    for i in range(functions):
+        with open(os.path.join(d, "fn%d.yaml" % i), "w") as f:
+            f.write("apiVersion: krmpod.bench/v1\nkind: Identity\nmetadata:\n  name: fn%d\n"
+                    "  annotations:\n    config.kubernetes.io/function: |\n      container:\n"
+                    "        image: %s\n" % (i, CAT_IMAGE))
+
+
+def bench_generate(cl, krmpod, tmp, n):
+    app, plain = os.path.join(tmp, "app3"), os.path.join(tmp, "app0")
+    write_app(app, 3)
+    write_app(plain, 0)
+    base = dict(cl.env, KRMPOD_NAMESPACE=cl.ns, KRMPOD_KUSTOMIZE="kubectl kustomize",
+                KRMPOD_LOG_LEVEL="info", TMPDIR=tmp, PATH=os.environ["PATH"])
+    out = {}
+    for label, extra in (("prestart on", {"KRMPOD_PRESTART": "true"}),
+                         ("prestart off", {"KRMPOD_PRESTART": "false"})):
+        walls = []
+        for _ in range(n):
+            wall, p = timed([krmpod, "generate"], dict(base, **extra), cwd=app)
+            if p.returncode != 0 or b"name: base" not in p.stdout:
+                raise SystemExit("bench: generate failed: %s" % p.stderr.decode())
+            walls.append(wall * 1000)
+        out["generate, 3 functions, " + label] = statistics.median(walls)
+    walls = []
+    for _ in range(n):
+        wall, p = timed(["kubectl", "kustomize", "--enable-alpha-plugins", plain], cl.env)
+        if p.returncode != 0:
+            raise SystemExit("bench: kustomize failed: %s" % p.stderr.decode())
+        walls.append(wall * 1000)
+    out["kustomize alone (no functions)"] = statistics.median(walls)
+    return out
+
+
+def bench_pod_start(cl, n):
+    """create -> status Running (what a client sees through the pod) and -> the kubelet's
+    Started event, from one pod watch and one event watch per pod."""
+    running, started = [], []
+    for i in range(n):
+        name = "bench-start-%d-%d" % (os.getpid(), i)
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"restartPolicy": "Never", "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": 0,
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": 65534,
+                                            "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [{"name": "fn", "image": CAT_IMAGE, "stdin": True,
+                                        "stdinOnce": True,
+                                        "securityContext": {
+                                            "allowPrivilegeEscalation": False,
+                                            "capabilities": {"drop": ["ALL"]}}}]}}
+        pw = subprocess.Popen(["kubectl", "-n", cl.ns, "get", "pods", "--watch",
+                               "--field-selector", "metadata.name=" + name,
+                               "-o", "jsonpath={.status.phase}{\"\\n\"}"], env=cl.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        ew = subprocess.Popen(["kubectl", "-n", cl.ns, "get", "events", "--watch-only",
+                               "--field-selector", "involvedObject.name=%s,reason=Started"
+                               % name, "-o", "jsonpath={.reason}{\"\\n\"}"], env=cl.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # both watches are established (kubectl start-up)
+        t0 = time.monotonic()
+        cl.kubectl("-n", cl.ns, "create", "-f", "-", stdin=json.dumps(pod).encode())
+        t_run = t_ev = None
+        while t_ev is None:
+            line = ew.stdout.readline()
+            if not line:
+                raise SystemExit("bench: the event watch ended")
+            if line.strip() == b"Started":
+                t_ev = time.monotonic()
+        while t_run is None:
+            line = pw.stdout.readline()
+            if not line:
+                raise SystemExit("bench: the pod watch ended")
+            if line.strip() == b"Running":
+                t_run = time.monotonic()
+        pw.kill()
+        ew.kill()
+        pw.wait()
+        ew.wait()
+        cl.kubectl("-n", cl.ns, "delete", "pod", name, "--grace-period=0", "--wait=false")
+        running.append((t_run - t0) * 1000)
+        started.append((t_ev - t0) * 1000)
+    # the `kubectl create` itself is inside both figures (~50-100 ms of kubectl start-up)
+    return {"pod start, create -> status Running": statistics.median(running),
+            "pod start, create -> Started event": statistics.median(started)}
+
+
+def run(krmpod, n, as_json=None):
+    if not os.path.exists(REALKUBE):
+        print("real cluster: %s not found, section skipped" % REALKUBE)
+        return None
+    tmp = tempfile.mkdtemp(prefix="krmpod-bench-rk-")
+    cl = Cluster()
+    try:
+        cl.image(tmp)
+        bindir = os.path.join(tmp, "bin")
+        os.mkdir(bindir)
+        os.symlink(krmpod, os.path.join(bindir, "docker"))
+        res = {"shim": bench_shim(cl, krmpod, bindir, n), "kubectl": bench_kubectl(cl, n)}
+        res.update(bench_generate(cl, krmpod, tmp, n))
+        res.update(bench_pod_start(cl, n))
+    finally:
+        cl.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    s, k = res["shim"], res["kubectl"]
+    print("real cluster (realkube, Kubernetes 1.34, one node), medians of %d:" % n)
+    print("  krmpod, one function: wall %.0f ms; scheduled %d, started %d, attached %d, "
+          "exit seen %d ms after the create; %d API requests" % (
+              s["wall_ms"], s["scheduled_ms"], s["started_ms"], s["attached_ms"],
+              s["exit_seen_ms"], s["requests"]))
+    print("  kubectl sequence, one function: wall %.0f ms; create %.0f, wait Running %.0f, "
+          "attach %.0f, wait terminated %.0f, get %.0f, delete %.0f ms" % (
+              k["wall"], k["create"], k["wait_running"], k["attach"], k["wait_terminated"],
+              k["get_exit_code"], k["delete"]))
+    print("  kubectl/krmpod wall ratio: %.1fx" % (k["wall"] / s["wall_ms"]))
+    for key in ("generate, 3 functions, prestart on", "generate, 3 functions, prestart off",
+                "kustomize alone (no functions)", "pod start, create -> status Running",
+                "pod start, create -> Started event"):
+        print("  %s: %.0f ms" % (key, res[key]))
+    floor = res["kustomize alone (no functions)"] + res["pod start, create -> status Running"]
+    res["floor_ms"] = floor
+    print("  floor (kustomize alone + one pod start to Running): %.0f ms; generate with "
+          "prestart is %.2fx the floor" % (floor, res["generate, 3 functions, prestart on"]
+                                           / floor))
+    if as_json:
+        with open(as_json, "w") as f:
+            json.dump(res, f, indent=1)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--krmpod", default=os.path.join(ROOT, "build", "krmpod"))
+    ap.add_argument("-n", type=int, default=7)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    run(os.path.abspath(a.krmpod), a.n, a.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
