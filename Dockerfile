@@ -40,13 +40,11 @@ COPY Makefile ./
 COPY src/ src/
 ARG VERSION=0.0.0-dev
 RUN make VERSION="${VERSION}" && ./build/krmpod version
-# The final image's added files, laid out as they land there.
-COPY plugin.yaml /out/home/argocd/cmp-server/config/plugin.yaml
-RUN mkdir -p /out/usr/local/bin /out/usr/local/libexec/krmpod /out/etc/ssl/certs \
-	&& install -m 0755 build/krmpod /out/usr/local/bin/krmpod \
-	&& ln -s /usr/local/bin/krmpod /out/usr/local/libexec/krmpod/docker \
-	&& install -m 0644 /etc/ssl/certs/ca-certificates.crt /out/etc/ssl/certs/ca-certificates.crt \
-	&& chmod 0644 /out/home/argocd/cmp-server/config/plugin.yaml
+# The final image's added files, laid out as they land there by the one script that defines
+# them (the real-cluster tier, tests/realkube, builds its sidecar image with it too).
+COPY plugin.yaml ./
+COPY scripts/image-layout.sh scripts/
+RUN scripts/image-layout.sh /out build/krmpod
 
 # ---- final ---------------------------------------------------------------------------------
 FROM ${KUSTOMIZE_IMAGE}

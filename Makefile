@@ -64,7 +64,7 @@ build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS) | build/deps/glibc/.d
 	@mkdir -p $(@D)
 	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
-.PHONY: all asan glibc unit test test-deps integration kubesim-test conformance-record manifests-test e2e-selftest demo bench fmt fmt-check lint clean distclean image-local
+.PHONY: all asan glibc unit test test-deps integration kubesim-test conformance-record manifests-test e2e-selftest realkube-test demo bench fmt fmt-check lint clean distclean image-local
 all: build/krmpod
 asan: build/asan/krmpod
 glibc: build/glibc/krmpod
@@ -97,7 +97,18 @@ integration: test-deps build/asan/krmpod build/krmpod build/glibc/krmpod
 	KRMPOD_VALGRIND=1 KRMPOD_BIN=$(CURDIR)/build/glibc/krmpod $(PYTHON) -m pytest -q tests/integration/test_valgrind.py
 	KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 
-test: lint unit kubesim-test manifests-test e2e-selftest integration
+# The real-cluster tier: krmpod installed from manifests/ on a real Kubernetes 1.34
+# (../shared/k8s/realkube: started here unless it runs already, and then stopped again),
+# with locally built images, driven as Argo CD drives the sidecar (tests/realkube).
+REALKUBE ?= $(CURDIR)/../shared/k8s/realkube
+build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
+	@mkdir -p $(@D)
+	musl-gcc -static -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -o $@ $<
+
+realkube-test: test-deps build/krmpod build/realkube/argocd-cmp-server
+	REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/realkube
+
+test: lint unit kubesim-test manifests-test e2e-selftest integration realkube-test
 	@echo "make test: all tiers passed"
 
 demo: test-deps build/krmpod

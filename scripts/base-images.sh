@@ -10,12 +10,14 @@
 #                                      (the kustomize command at /app/kustomize, WORKDIR /app), with
 #                                      kustomize provided by this machine's kubectl, whose
 #                                      `kubectl kustomize` embeds kustomize. /app/kustomize is a
-#                                      small sh wrapper that turns `kustomize build ARGS` into
-#                                      `kubectl kustomize ARGS`. The official image is Alpine and
+#                                      small sh wrapper (scripts/kustomize-standin) that turns
+#                                      `kustomize build ARGS` into `kubectl kustomize ARGS`. The
+#                                      official image is Alpine and
 #                                      has a shell too; only the kustomize version differs.
 #
 # Each image is cached by its tag: an existing image is reused (the stand-in is remade when the
-# machine's kubectl changes). `scripts/base-images.sh --force` remakes both.
+# machine's kubectl or scripts/kustomize-standin changes). `scripts/base-images.sh --force`
+# remakes both.
 # Prints BUILDER_IMAGE=... and KUSTOMIZE_IMAGE=... on stdout; everything else goes to stderr.
 # Needs: root, a running docker daemon (scripts/image-local.sh starts one), debootstrap (installed
 # with apt-get when missing), kubectl on PATH.
@@ -77,24 +79,16 @@ fi
 # ---- kustomize stand-in: builder base + kubectl + /app/kustomize wrapper -------------------------
 kubectl_bin=$(command -v kubectl) || die "kubectl is needed for the kustomize stand-in (kubectl kustomize)"
 kubectl_bin=$(readlink -f "$kubectl_bin")
-kubectl_sum=$(sha256sum "$kubectl_bin" | cut -d' ' -f1)
+standin_sum=$(cat "$kubectl_bin" "$(dirname "$0")/kustomize-standin" | sha256sum | cut -d' ' -f1)
 if have_image "$STANDIN_TAG" &&
-	[ "$(docker image inspect -f '{{index .Config.Labels "krmpod.kubectl-sha256"}}' "$STANDIN_TAG")" = "$kubectl_sum" ]; then
+	[ "$(docker image inspect -f '{{index .Config.Labels "krmpod.standin-sha256"}}' "$STANDIN_TAG")" = "$standin_sum" ]; then
 	log "$STANDIN_TAG exists (cached)"
 else
 	ctx=$(mktemp -d /var/tmp/krmpod-standin.XXXXXX)
 	trap 'rm -rf "$ctx"' EXIT
 	cp "$kubectl_bin" "$ctx/kubectl"
-	cat >"$ctx/kustomize" <<'EOF'
-#!/bin/sh
-# Stand-in for the official kustomize binary (krmpod's local image test only): kubectl's
-# embedded kustomize. `kustomize build ARGS` -> `kubectl kustomize ARGS`.
-case "${1:-}" in
-build) shift; exec /usr/local/bin/kubectl kustomize "$@" ;;
-version) exec /usr/local/bin/kubectl version --client ;;
-*) echo "kustomize stand-in: only 'build' and 'version' are supported (got '${1:-}')" >&2; exit 2 ;;
-esac
-EOF
+	# the same wrapper the real-cluster tier's sidecar image uses (tests/realkube)
+	cp "$(dirname "$0")/kustomize-standin" "$ctx/kustomize"
 	chmod 755 "$ctx/kustomize" "$ctx/kubectl"
 	cat >"$ctx/Dockerfile" <<EOF
 FROM $BUILDER_TAG
@@ -102,7 +96,7 @@ COPY kubectl /usr/local/bin/kubectl
 COPY kustomize $KUSTOMIZE_PATH
 WORKDIR /app
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/app
-LABEL krmpod.kubectl-sha256=$kubectl_sum
+LABEL krmpod.standin-sha256=$standin_sum
 ENTRYPOINT ["$KUSTOMIZE_PATH"]
 EOF
 	log "docker build -> $STANDIN_TAG (kubectl $("$kubectl_bin" version --client 2>/dev/null | sed -n 's/^Kustomize Version: //p' | sed 's/^/embeds kustomize /'))"

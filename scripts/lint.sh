@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mechanical style checks: banned C functions and clang-format.
+# Mechanical style checks: banned C functions, clang-format and shellcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -17,6 +17,19 @@ if command -v clang-format >/dev/null; then
 	rm -f /tmp/krmpod-fmt.$$
 else
 	echo "lint: clang-format not installed; skipping the format check" >&2
+fi
+# Shell scripts: shellcheck (installed by scripts/install-test-deps.sh). deps.sh at warning
+# level: its `build && install || die` chains are meant (SC2015, info), and editing it would
+# rebuild the C dependencies. e2e/ has its own check (e2e/selftest.sh).
+if command -v shellcheck >/dev/null; then
+	shell_scripts=$(grep -lE '^#!(/usr/bin/env bash|/bin/(ba)?sh)' scripts/* | grep -v '^scripts/deps\.sh$')
+	# shellcheck disable=SC2086 # file names without spaces
+	if ! shellcheck $shell_scripts || ! shellcheck -S warning scripts/deps.sh; then
+		echo "lint: shellcheck found problems above" >&2
+		status=1
+	fi
+else
+	echo "lint: shellcheck not installed; skipping the shell check" >&2
 fi
 [ $status -eq 0 ] && echo "lint: ok"
 exit $status

@@ -28,11 +28,20 @@ def test_plugin_yaml_shape():
     assert spec["provideGitCreds"] is False
 
 
-def test_dockerfile_installs_what_plugin_yaml_names():
+def test_dockerfile_installs_what_plugin_yaml_names(tmp_path):
+    """The image's added files come from scripts/image-layout.sh, which the Dockerfile's
+    builder stage runs: plugin.yaml where the CMP server reads it, krmpod where it names."""
     with open(os.path.join(ROOT, "Dockerfile")) as f:
         df = f.read()
-    assert "COPY plugin.yaml /out/home/argocd/cmp-server/config/plugin.yaml" in df
-    assert re.search(r"install -m 0755 build/krmpod /out/usr/local/bin/krmpod\b", df)
+    assert re.search(r"^RUN scripts/image-layout\.sh /out build/krmpod$", df, re.M), df
+    out = tmp_path / "out"
+    subprocess.run([os.path.join(ROOT, "scripts", "image-layout.sh"), str(out), KRMPOD_BIN],
+                   check=True)
+    with open(os.path.join(ROOT, "plugin.yaml"), "rb") as f:
+        assert (out / "home/argocd/cmp-server/config/plugin.yaml").read_bytes() == f.read()
+    for cmd in (plugin()["spec"]["generate"]["command"], plugin()["spec"]["init"]["command"]):
+        exe = out / cmd[0].lstrip("/")
+        assert exe.is_file() and os.access(str(exe), os.X_OK), cmd
 
 
 def test_the_binary_has_every_hook(tmp_path):

@@ -1,0 +1,289 @@
+"""`krmpod generate` in the installed sidecar, run as Argo CD's CMP server runs it, rendering
+through the shipped Role in krmpod-functions on the real kubelet: output byte for byte that
+of the same kustomization built here with the functions run directly
+(tests/fixtures/direct-docker), stderr, failures, a large ResourceList, mounts, network,
+a PodTemplate and Pod Security `restricted`."""
+import os
+import re
+
+from apps import MOUNT_DATA, copy_fixture_app, fn_app, mount_app, tree
+from conftest import FN_NS, assert_ok, dump, pod_summary, render
+from images import FN_IMAGE
+from sidecar import direct_build
+
+
+def test_pipeline_is_byte_exact_with_the_direct_run(install, tmp_path):
+    app = copy_fixture_app(tmp_path)
+    r, pods = render(install, app, FROM_SHIM="shim value")
+    assert_ok(r)
+    direct = direct_build(app, tmp_path, FROM_SHIM="shim value")
+    assert direct.returncode == 0, direct.stderr.decode()
+    assert r.stdout == direct.stdout, "sidecar:\n%s\ndirect:\n%s" % (
+        r.stdout.decode(), direct.stdout.decode())
+    err = r.stderr.decode()
+    assert "add-label: labelled 3 items" in err, err  # the function's stderr, passed through
+    assert err.count("image=example.com/fns/") == 2, err  # one line per function
+    images = sorted(p["created"]["spec"]["containers"][0]["image"] for p in pods.values())
+    assert set(images) == {FN_IMAGE % "add-label", FN_IMAGE % "gen-configmap"}, \
+        [pod_summary(p) for p in pods.values()]
+    for p in pods.values():
+        exits = [s["state"]["terminated"]["exitCode"] for _, _, o in p["events"]
+                 for s in (o.get("status") or {}).get("containerStatuses") or []
+                 if "terminated" in s.get("state", {})]
+        if exits:
+            assert set(exits) == {0}, pod_summary(p)
+
+
+def test_output_written_before_the_attach_is_kept(install, tmp_path):
+    """stderr-first writes to stderr at once, before it reads stdin; a line the container
+    printed before krmpod attached is recovered from the log, exactly once."""
+    app = fn_app(tmp_path, "stderr-first")
+    r, pods = render(install, app)
+    assert_ok(r)
+    err = r.stderr.decode()
+    assert err.count("hello from stderr before stdin") == 1, err
+    direct = direct_build(app, tmp_path)
+    assert r.stdout == direct.stdout, (r.stdout, direct.stdout)
+    assert len(pods) >= 1
+
+
+def test_failing_function_fails_the_render_with_its_stderr(install, tmp_path):
+    app = fn_app(tmp_path, "fail")
+    r, pods = render(install, app)
+    err = r.stderr.decode()
+    assert r.returncode == 1, (r.returncode, err)
+    assert r.stdout == b"", r.stdout
+    assert "fail: boom" in err, err
+    assert "no manifests were printed" in err, err
+    exits = {s["state"]["terminated"]["exitCode"] for p in pods.values()
+             for _, _, o in p["events"]
+             for s in (o.get("status") or {}).get("containerStatuses") or []
+             if "terminated" in s.get("state", {})}
+    assert exits == {3}, [pod_summary(p) for p in pods.values()]
+
+
+def make_resource_list(path, size):
+    item = ("- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%08d\n"
+            "  data:\n    payload: " + "x" * 900 + "\n")
+    with open(path, "w") as f:
+        f.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+        n, written = 0, 0
+        while written < size:
+            s = item % n
+            f.write(s)
+            written += len(s)
+            n += 1
+
+
+def test_large_resource_list_streams_through(install, tmp_path):
+    """tests/integration/test_large.py's 50 MB ResourceList through `cat`, from the sidecar
+    (`krmpod run`, its in-cluster credentials and namespace) to a real pod and back; the
+    output is compared with the input in the container."""
+    src = str(tmp_path / "rl.yaml")
+    make_resource_list(src, 50 * 1024 * 1024)
+    remote = "/tmp/large-%d.yaml" % os.getpid()
+    with open(src, "rb") as f:
+        install.sidecar.put(f, remote)
+    mark = install.recorder.mark()
+    r = install.sidecar.sh(
+        '{ /usr/local/bin/krmpod run "$2" < "$1"; echo "krmpod exit $?" >&2; } | cmp - "$1" '
+        '&& echo same; rm -f "$1"', remote, FN_IMAGE % "cat", timeout=300)
+    out, err = r.stdout.decode(), r.stderr.decode(errors="replace")
+    assert "krmpod exit 0" in err, err
+    assert out.strip() == "same", "the output differs from the 50 MB input: %s %s" % (out, err)
+    install.recorder.settle()
+    assert len(install.recorder.pods_since(mark)) == 1
+
+
+def test_mounts_reach_the_function_byte_for_byte(install, tmp_path):
+    """A bind mount of the kustomization's directory arrives through the `mounts` init
+    container, which runs `krmpod unpack` from the pinned sidecar image."""
+    app = mount_app(tmp_path, [("bind", "./data", "/data", False),
+                               ("bind", "./scratch", "/scratch", True)],
+                    {"name": "from-mount", "dirs": "/data", "write": "/data,/scratch"})
+    tree(app / "data", MOUNT_DATA)
+    tree(app / "scratch", {"s.txt": "s\n"})
+    r, pods = render(install, app)
+    assert_ok(r)
+    out = r.stdout.decode()
+    direct = direct_build(app, tmp_path)
+    assert direct.returncode == 0, direct.stderr.decode()
+    # the direct run can write to its read-only mount (nothing enforces it there): compare
+    # everything else byte for byte, and the write results on their own
+    strip = re.compile(r"^  write\..*\n", re.M)
+    assert strip.sub("", out) == strip.sub("", direct.stdout.decode()), \
+        "sidecar:\n%s\ndirect:\n%s" % (out, direct.stdout.decode())
+    assert "/data/link-to-nested l 555 -> sub/nested.txt" in out, out
+    assert "line 000999 of a file" in out
+    assert re.search(r"write\.data: 'denied: (Permission denied|Read-only file system)'", out), out
+    assert "write.scratch: ok" in out, out
+    assert re.search(r"mounts: \d+ entries, \d+ bytes of files", r.stderr.decode()), \
+        r.stderr.decode()
+    (pod,) = pods.values()
+    init = pod["created"]["spec"]["initContainers"]
+    assert [c["name"] for c in init] == ["mounts"], dump(init)
+    assert init[0]["image"] == install.pinned_image, init[0]["image"]
+    assert init[0]["command"][:2] == ["krmpod", "unpack"], init[0]["command"]
+    statuses = [s for _, _, o in pod["events"]
+                for s in (o.get("status") or {}).get("initContainerStatuses") or []
+                if "terminated" in s.get("state", {})]
+    assert statuses and statuses[-1]["state"]["terminated"]["exitCode"] == 0, statuses
+
+
+def network_app(tmp_path, name="app"):
+    return fn_app(tmp_path, "add-label", name=name, config_lines=["network: true"],
+                  data={"key": "fetched", "value": '"yes"'})
+
+
+def test_network_refused_unless_allowed_then_granted_with_the_label(install, tmp_path):
+    app = network_app(tmp_path)
+    r, pods = render(install, app)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "network" in err, err
+    assert pods == {}, [pod_summary(p) for p in pods.values()]
+    # the admin allows it for this run (the sidecar's KRMPOD_ALLOW_NETWORK)
+    r, pods = render(install, app, KRMPOD_ALLOW_NETWORK="true")
+    assert_ok(r)
+    direct = direct_build(app, tmp_path, flags=["--network"])
+    assert r.stdout == direct.stdout, (r.stdout, direct.stdout)
+    assert pods, "no function pod was recorded"
+    for p in pods.values():
+        labels = p["created"]["metadata"]["labels"]
+        assert labels.get("krmpod.dev/network") == "granted", pod_summary(p)
+        assert not p["created"]["spec"].get("hostNetwork"), pod_summary(p)
+    # and without network: true in the config, the label says none
+    r, pods = render(install, fn_app(tmp_path, "add-label", name="plain"),
+                     KRMPOD_ALLOW_NETWORK="true")
+    assert_ok(r)
+    assert {p["created"]["metadata"]["labels"]["krmpod.dev/network"] for p in pods.values()} \
+        == {"none"}
+
+
+def test_pod_template_by_name(install, tmp_path):
+    """KRMPOD_POD_TEMPLATE names a PodTemplate the admin created in krmpod-functions: the
+    function pods start from it (labels, scheduling, a volume and its mount, resources)."""
+    tpl = {
+        "apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"name": "functions", "namespace": FN_NS},
+        "template": {
+            "metadata": {"labels": {"team": "platform"},
+                         "annotations": {"example.com/owner": "platform-team"}},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "tolerations": [{"key": "dedicated", "operator": "Equal",
+                                 "value": "krm-functions", "effect": "NoSchedule"}],
+                "volumes": [{"name": "scratch", "emptyDir": {}}],
+                "containers": [{"name": "fn", "image": "ignored",
+                                "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+                                "resources": {"requests": {"cpu": "50m", "memory": "48Mi"}}}],
+            }}}
+    install.api.call("POST", "/api/v1/namespaces/%s/podtemplates" % FN_NS, tpl)
+    try:
+        app = copy_fixture_app(tmp_path)
+        r, pods = render(install, app, FROM_SHIM="x", KRMPOD_POD_TEMPLATE="functions")
+        assert_ok(r)
+        assert r.stdout == direct_build(app, tmp_path, FROM_SHIM="x").stdout
+        assert len(pods) >= 2, [pod_summary(p) for p in pods.values()]
+        for p in pods.values():
+            o = p["created"]
+            assert o["metadata"]["labels"].get("team") == "platform", pod_summary(p)
+            assert o["metadata"]["annotations"].get("example.com/owner") == "platform-team"
+            assert o["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}, dump(o["spec"])
+            assert any(t.get("key") == "dedicated" for t in o["spec"]["tolerations"])
+            assert "scratch" in [v["name"] for v in o["spec"]["volumes"]]
+            fn = o["spec"]["containers"][0]
+            assert {"name": "scratch", "mountPath": "/scratch"}.items() <= \
+                fn["volumeMounts"][0].items(), fn
+            # the template's requests (the LimitRange adds ephemeral-storage at admission)
+            assert {"cpu": "50m", "memory": "48Mi"}.items() <= \
+                fn["resources"]["requests"].items(), fn["resources"]
+            assert fn["image"].startswith("example.com/fns/"), fn["image"]
+    finally:
+        install.api.request("DELETE", "/api/v1/namespaces/%s/podtemplates/functions" % FN_NS)
+    # a name that does not exist: an error that says how to create it, and no pod
+    r, pods = render(install, copy_fixture_app(tmp_path, name="again"), FROM_SHIM="x",
+                     KRMPOD_POD_TEMPLATE="functions")
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "functions" in err and "PodTemplate" in err, err
+    assert pods == {}, [pod_summary(p) for p in pods.values()]
+
+
+def test_pod_security_restricted_admits_every_function_pod(install, tmp_path):
+    """krmpod-functions enforces Pod Security `restricted` (the real admission plugin: a
+    pod that is not locked down is refused there), and function pods, the mounts init
+    container included, are admitted."""
+    ns = install.api.get("/api/v1/namespaces/" + FN_NS)
+    labels = ns["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted", labels
+    bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "not-restricted"},
+           "spec": {"containers": [{"name": "c", "image": "registry.local/busybox:1"}]}}
+    status, body = install.api.request(
+        "POST", "/api/v1/namespaces/%s/pods?dryRun=All" % FN_NS, bad)
+    assert status == 403 and "violates PodSecurity \"restricted:latest\"" in str(body), \
+        (status, body)
+    app = mount_app(tmp_path, [("bind", "./data", "/data", False),
+                               ("tmpfs", None, "/work", True)],
+                    {"name": "ps", "dirs": "/data"})
+    tree(app / "data", {"a.txt": "a\n"})
+    r, pods = render(install, app)
+    assert_ok(r)
+    (pod,) = pods.values()
+    spec = pod["created"]["spec"]
+    assert [c["name"] for c in spec["initContainers"]] == ["mounts"]
+    phases = {(o.get("status") or {}).get("phase") for _, _, o in pod["events"]}
+    assert "Running" in phases or "Succeeded" in phases, phases
+
+
+def test_function_sees_only_what_its_config_names(install, tmp_path):
+    """Environment isolation on the real kubelet: named variables (a value, one from the
+    sidecar's environment, one from an Application's plugin env as ARGOCD_ENV_<name>) reach
+    the function; nothing of the sidecar's (ARGOCD_*, git credentials, KRMPOD_*, the API
+    server's address) does."""
+    app = fn_app(tmp_path, "printenv", envs=["GREETING=hi", "APP_COLOR", "SIDE_VAR",
+                                             "NOT_SET_ANYWHERE"])
+    r, pods = render(install, app, SIDE_VAR="from the sidecar")
+    assert_ok(r)
+    fn_env = {}
+    for line in r.stderr.decode().splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.replace("_", "").isalnum() and k.isupper():
+            fn_env[k] = v
+    want = {"GREETING": "hi", "APP_COLOR": "green", "SIDE_VAR": "from the sidecar",
+            "LOG_TO_STDERR": "true", "STRUCTURED_RESULTS": "true"}
+    for k, v in want.items():
+        assert fn_env.get(k) == v, (k, fn_env)
+    # The kubelet always adds the `kubernetes` Service's variables (enableServiceLinks:
+    # false drops only the other Services'): the API server's address, no credentials.
+    (pod,) = pods.values()
+    assert pod["created"]["spec"]["enableServiceLinks"] is False
+    kubelet_adds = {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+                    "KUBERNETES_SERVICE_PORT_HTTPS", "KUBERNETES_PORT", "KUBERNETES_PORT_443_TCP",
+                    "KUBERNETES_PORT_443_TCP_ADDR", "KUBERNETES_PORT_443_TCP_PORT",
+                    "KUBERNETES_PORT_443_TCP_PROTO"}
+    leaked = sorted(k for k in fn_env if k.startswith(("ARGOCD", "GIT_", "KRMPOD", "KUBE"))
+                    and k not in kubelet_adds)
+    assert leaked == [], "reached the function: %s" % leaked
+    assert "NOT_SET_ANYWHERE" not in fn_env
+    print("the function's environment: %s" % sorted(fn_env))
+
+
+def test_init_and_discover_hooks(install, tmp_path):
+    """plugin.yaml's other two commands, run the same way."""
+    app = copy_fixture_app(tmp_path)
+    r = install.sidecar.render(app, hook="init")
+    assert r.returncode == 0 and b"init: ok" in r.stderr, r
+    r = install.sidecar.render(app, hook="discover")
+    assert r.returncode == 0, r
+    assert r.stdout.decode().splitlines() == [
+        "kustomization.yaml: generators: generate.yaml: container function "
+        "example.com/fns/gen-configmap:v1",
+        "kustomization.yaml: transformers: label.yaml: container function "
+        "example.com/fns/add-label:v1"], r.stdout
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "kustomization.yaml").write_text("resources:\n- cm.yaml\n")
+    (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    r = install.sidecar.render(plain, hook="discover")
+    assert r.returncode == 1 and r.stdout == b"", r
