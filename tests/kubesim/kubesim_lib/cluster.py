@@ -275,6 +275,7 @@ class Cluster:
         self.runtimes = {}    # (ns, name) -> PodRuntime
         self.templates = {}   # (ns, name) -> podtemplate dict
         self.netpols = {}     # (ns, name) -> NetworkPolicy dict (stored only)
+        self.kevents = {}     # (ns, name) -> core/v1 Event dict (the kubelet's Started)
         self.events = []      # (rv, type, ns, kind, obj)
         self.oldest_rv = RV_START + 1
         self.tmp = tempfile.mkdtemp(prefix="kubesim-pods-")
@@ -379,6 +380,35 @@ class Cluster:
             self.oldest_rv = drop[-1][0] + 1
             del self.events[: len(self.events) - HISTORY]
         self.cond.notify_all()
+
+    def _started_event(self, rt, cname, init):
+        """The kubelet's `Started` event, recorded the moment the runtime started the
+        container (a real kubelet does so right after StartContainer, up to a relist before
+        the pod status shows it). Caller holds the lock."""
+        pod = self.pods.get((rt.ns, rt.name))
+        if pod is None:
+            return
+        name = "%s.%x" % (rt.name, random.getrandbits(60))
+        ts = now_iso()
+        ev = {"kind": "Event", "apiVersion": "v1",
+              "metadata": {"name": name, "namespace": rt.ns, "creationTimestamp": ts},
+              "involvedObject": {"kind": "Pod", "namespace": rt.ns, "name": rt.name,
+                                 "uid": rt.uid, "apiVersion": "v1",
+                                 "resourceVersion": pod["metadata"].get("resourceVersion", ""),
+                                 "fieldPath": "spec.%s{%s}" % (
+                                     "initContainers" if init else "containers", cname)},
+              "reason": "Started", "message": "Started container %s" % cname,
+              "source": {"component": "kubelet", "host": NODE},
+              "firstTimestamp": ts, "lastTimestamp": ts, "count": 1, "type": "Normal",
+              "eventTime": None, "reportingComponent": "kubelet", "reportingInstance": NODE}
+        self._bump(ev)
+        self.kevents[(rt.ns, name)] = ev
+        self._emit("ADDED", rt.ns, ev)
+
+    def list_kevents(self, ns, match):
+        with self.lock:
+            return [copy.deepcopy(e) for (ens, _), e in sorted(self.kevents.items())
+                    if (ns is None or ens == ns) and match(e)], str(self.rv)
 
     def generate_name(self, md):
         """Fills metadata.name from generateName (5 random characters), as the API server
@@ -1089,6 +1119,8 @@ class Cluster:
                 c.err_eof.set()
                 c.exited.set()
             rt.containers[cname] = c
+            if c.proc is not None:
+                self._started_event(rt, cname, init)
         self._request_relist(rt)
         if c.proc is None:
             return c

@@ -278,6 +278,7 @@ def template_table(items, rv):
 KINDS = {  # resource -> (Kind, list kind, table fn)
     "pods": ("Pod", "PodList", pod_table),
     "podtemplates": ("PodTemplate", "PodTemplateList", template_table),
+    "events": ("Event", "EventList", None),
 }
 
 API_RESOURCES = {
@@ -510,6 +511,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.networkpolicies(method, m.group(1), m.group(2), body)
         if self.nonresource(method, path, body):
             return
+        m = re.match(r"^/api/v1/(?:namespaces/([^/]+)/)?events$", path)
+        if m:
+            return self.kevents(method, m.group(1))
         m = re.match(r"^/api/v1/(?:namespaces/([^/]+)/)?(pods|podtemplates)"
                      r"(?:/([^/]+)(?:/(attach|exec|log))?)?$", path)
         if m:
@@ -558,6 +562,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "get" if name else "list"
         return {"POST": "create", "PUT": "update", "PATCH": "patch",
                 "DELETE": "delete" if name else "deletecollection"}.get(method, method.lower())
+
+    def kevents(self, method, ns):
+        """core/v1 Events, read-only: the kubelet's `Started` event of each container (list
+        and watch, fieldSelector on involvedObject.* and reason, as a real server allows)."""
+        if method != "GET":
+            return self.send_status(405, "MethodNotAllowed", "the server does not allow this "
+                                    "method on the requested resource")
+        verb = "watch" if self.qbool("watch") else "list"
+        if not allowed(self.role, verb, "events"):
+            return self.forbid(self.user, verb, "events", "", ns, None)
+        if self.qbool("watch"):
+            return self.watch("events", ns, self.matcher())
+        items, rv = self.server.cluster.list_kevents(ns, self.matcher())
+        return self.send_list("events", items, rv)
 
     def networkpolicies(self, method, ns, name, body):
         """networking.k8s.io/v1 NetworkPolicies: stored only (kubesim has no network), so that
@@ -930,7 +948,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             send("ERROR", status(410, "Expired", "too old resource version: %d (%d)"
                                  % (rv, cl.oldest_rv - 1)))
             return self.end_chunks()
-        store = cl.pods if resource == "pods" else cl.templates
+        store = {"pods": cl.pods, "podtemplates": cl.templates, "events": cl.kevents}[resource]
         with cl.lock:
             if rv and rv < cl.oldest_rv - 1:
                 expired = True
