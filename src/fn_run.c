@@ -42,6 +42,7 @@ struct run {
 	char *pod;
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
+	bool early_attach; /* attached on the Started event, before the status said Running */
 	unsigned stream_requests; /* WebSocket connections (not made through r->client) */
 };
 
@@ -222,7 +223,9 @@ static int wait_started(struct run *r, struct pod_state *st, struct err **err)
 		if (*r->io->cancel)
 			return cancelled(r, err);
 		seen = st->generation;
-		if (st->cstate == CS_RUNNING || st->cstate == CS_TERMINATED)
+		/* The kubelet's Started event comes up to a relist (~1 s) before the status:
+		 * attaching then is the early attach (pod-lifecycle.md). */
+		if (st->cstate == CS_RUNNING || st->cstate == CS_TERMINATED || st->started_event)
 			return 0;
 		if (st->deleted)
 			return err_set(err, ERR_POD,
@@ -271,13 +274,14 @@ static int wait_terminated(struct run *r, struct pod_state *st, struct err **err
 
 struct log_sink {
 	struct buf *b;
+	size_t limit;
 	bool truncated;
 };
 
 static int log_sink_data(const char *data, size_t len, void *ud)
 {
 	struct log_sink *sink = ud;
-	size_t room = LIMIT_POD_LOG - sink->b->len;
+	size_t room = sink->limit - sink->b->len;
 	if (len > room) {
 		len = room;
 		sink->truncated = true;
@@ -286,18 +290,19 @@ static int log_sink_data(const char *data, size_t len, void *ud)
 	return sink->truncated ? 1 : 0;
 }
 
-/* GETs the container log (at most LIMIT_POD_LOG bytes; more is cut with a warning). */
-static int fetch_log(struct run *r, struct buf *out, struct err **err)
+/* GETs the container log (at most `limit` bytes, itself at most LIMIT_POD_LOG; more is cut
+ * with a warning). */
+static int fetch_log(struct run *r, size_t limit, struct buf *out, struct err **err)
 {
 	cleanup_free char *path =
-	        xasprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%u", r->ns,
-	                  r->pod, POD_CONTAINER_NAME, (unsigned)LIMIT_POD_LOG);
+	        xasprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%zu", r->ns,
+	                  r->pod, POD_CONTAINER_NAME, limit);
 	buf_reset(out);
-	out->limit = LIMIT_POD_LOG;
-	struct log_sink sink = {out, false};
+	out->limit = limit;
+	struct log_sink sink = {out, limit, false};
 	if (kube_stream_get(r->client, path, log_sink_data, &sink, err) < 0)
 		return -1;
-	if (sink.truncated)
+	if (sink.truncated && limit == LIMIT_POD_LOG)
 		log_warn("the pod log is longer than %u bytes; the rest is cut",
 		         (unsigned)LIMIT_POD_LOG);
 	return 0;
@@ -330,7 +335,7 @@ static int replay_log(struct run *r, const struct pod_state *st, struct err **er
 {
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
-	if (fetch_log(r, &log, err) < 0)
+	if (fetch_log(r, LIMIT_POD_LOG, &log, err) < 0)
 		return err_wrap(err, "read the log of pod %s/%s", r->ns, r->pod);
 	char when[96];
 	snprintf(when, sizeof(when), "the function exited (code %d) before krmpod attached",
@@ -348,7 +353,7 @@ static void recover_preattach(struct run *r, struct kube_stream *stream)
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
 	cleanup_err struct err *e = NULL;
-	if (fetch_log(r, &log, &e) < 0) {
+	if (fetch_log(r, LIMIT_POD_LOG, &log, &e) < 0) {
 		log_warn("could not read the pod log to recover output written before the attach "
 		         "(%s); such output, if any, is missing above",
 		         e->msg);
@@ -430,7 +435,7 @@ static int release_held(struct run *r, const struct pod_state *st,
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
 	cleanup_err struct err *e = NULL;
-	if (fetch_log(r, &log, &e) < 0) {
+	if (fetch_log(r, LIMIT_POD_LOG, &log, &e) < 0) {
 		log_warn("could not read the pod log to recover output written before the attach "
 		         "(%s); such output, if any, is missing",
 		         e->msg);
@@ -453,10 +458,57 @@ static int release_held(struct run *r, const struct pod_state *st,
 	return copy_held(hold_err, r->io->err_fd, "stderr", err);
 }
 
+/* How much of the log to read after an early attach, to find what the function wrote
+ * before it: what the attach delivered plus LIMIT_PREATTACH_LOG, within LIMIT_POD_LOG. */
+static size_t log_limit_after(uint64_t attached)
+{
+	uint64_t limit = attached + LIMIT_PREATTACH_LOG;
+	return limit > LIMIT_POD_LOG ? LIMIT_POD_LOG : (size_t)limit;
+}
+
+/* After an early attach, output written before the attach is recovered once the container
+ * has ended: the kubelet serves the log only once the pod status says the container started,
+ * which is also when the exit code arrives. The log is what the container wrote before the
+ * attach, then what the attach delivered (fn_run_preattach_len()). Written to stderr, like
+ * recover_preattach(): a function that waits for input writes only diagnostics before it. */
+static void recover_before_early_attach(struct run *r, const struct kube_stream_result *res)
+{
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	cleanup_err struct err *e = NULL;
+	uint64_t attached = res->bytes_out + res->bytes_err;
+	if (fetch_log(r, log_limit_after(attached), &log, &e) < 0) {
+		log_warn("could not read the pod log to recover output written before the attach "
+		         "(%s); such output, if any, is missing above",
+		         e->msg);
+		return;
+	}
+	long long pre = fn_run_preattach_len(log.data ? log.data : "", log.len, attached,
+	                                     res->prefix, res->prefix_len);
+	if (pre < 0)
+		log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the attach "
+		         "delivered; output written before the attach, if any, is missing above",
+		         log.len, (unsigned long long)attached);
+	else if (write_log_output(r, log.data, (size_t)pre, false,
+	                          "the function wrote output before krmpod attached", &e) < 0)
+		log_warn("%s", e->msg);
+}
+
+/* The channel-3 Status of an attach that reached no container: the kubelet found none
+ * running (it ended before the attach, or has not started). */
+static bool attach_found_no_container(const struct kube_stream_result *res)
+{
+	return res->got_status && !res->status_success && res->bytes_out + res->bytes_err == 0 &&
+	       strstr(res->status_message, "not found") != NULL;
+}
+
 static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code, struct err **err)
 {
 	/* Without -i the output is held until the end (release_held); with -i it streams. */
 	bool held = !r->req->want_stdin;
+	/* Early: attached on the kubelet's Started event while the status still says the
+	 * container waits; the log cannot be read before the status catches up. */
+	bool early = st->cstate != CS_RUNNING;
 	cleanup_close int hold_out = -1, hold_err = -1;
 	if (held && (open_hold_file("stdout", &hold_out, err) < 0 ||
 	             open_hold_file("stderr", &hold_err, err) < 0))
@@ -496,29 +548,43 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 		return err_wrap(err, "attach to pod %s/%s", r->ns, r->pod);
 	}
 	r->t_attached = kube_now_ms();
-	if (!held)
+	r->early_attach = early;
+	if (!held && !early)
 		recover_preattach(r, stream);
 	struct kube_stream_result res = {0};
 	int rc = kube_stream_run(stream, &res, err);
 	kube_stream_free(stream);
 	log_debug("attach: %llu bytes in, %llu out, %llu err", (unsigned long long)res.bytes_in,
 	          (unsigned long long)res.bytes_out, (unsigned long long)res.bytes_err);
-	if (rc == 0)
+	/* An early attach can find the container gone already: it ran and ended between its
+	 * start and the attach. Then all of its output is in the log. */
+	bool no_container = rc == 0 && attach_found_no_container(&res);
+	if (no_container)
+		log_debug("attach: %s", res.status_message);
+	if (rc == 0) {
 		rc = wait_terminated(r, st, err);
-	else if (*r->io->cancel)
+		if (rc < 0 && no_container)
+			err_wrap(err, "attach to pod %s/%s found no running container (%s)", r->ns,
+			         r->pod, res.status_message);
+	} else if (*r->io->cancel) {
 		rc = cancelled(r, err);
-	else if ((*err)->code == ERR_TIMEOUT)
+	} else if ((*err)->code == ERR_TIMEOUT) {
 		err_wrap(err,
 		         "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while the "
 		         "function ran (its output is incomplete): raise KRMPOD_TIMEOUT",
 		         r->req->image, r->ns, r->pod, (long long)r->s->timeout_ms);
-	else
+	} else {
 		err_wrap(err, "stream pod %s/%s (the function's output is incomplete)", r->ns,
 		         r->pod);
-	if (held && rc == 0)
+	}
+	if (rc == 0 && no_container)
+		rc = replay_log(r, st, err);
+	else if (held && rc == 0)
 		rc = release_held(r, st, &res, hold_out, hold_err, err);
 	else if (held) /* failed: what the function said on stderr may explain it */
 		copy_held(hold_err, r->io->err_fd, "stderr", NULL);
+	else if (early && rc == 0)
+		recover_before_early_attach(r, &res);
 	kube_stream_result_clear(&res);
 	if (rc < 0)
 		return -1;
@@ -600,6 +666,14 @@ static int delete_pod(struct run *r, struct err **err)
 	return 0;
 }
 
+/* When the container was first known to run: the Started event or the status. */
+static int64_t started_at(const struct pod_state *st)
+{
+	if (st->t_started_event && (st->t_running == 0 || st->t_started_event < st->t_running))
+		return st->t_started_event;
+	return st->t_running;
+}
+
 static int64_t since(const struct run *r, int64_t t)
 {
 	return t ? t - r->t0 : -1;
@@ -643,7 +717,7 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
 		log_info("image=%s scheduled=%lldms started=%lldms attached=%lldms "
 		         "finished=%lldms exit=%d requests=%u",
 		         req->image, (long long)since(&r, st.t_scheduled),
-		         (long long)since(&r, st.t_running), (long long)since(&r, r.t_attached),
+		         (long long)since(&r, started_at(&st)), (long long)since(&r, r.t_attached),
 		         (long long)since(&r, r.t_done ? r.t_done : kube_now_ms()), *exit_code,
 		         requests);
 		log_set_pod(NULL);

@@ -51,7 +51,16 @@ struct pod_watch {
 	pthread_cond_t cond;
 	/* Under lock: */
 	struct pod_state state;
-	bool ended;          /* the thread has finished */
+	bool ended; /* the thread has finished */
+	/* The events follower (its own client and thread; see kube_watch.h): */
+	struct kube_client *ev_client;
+	pthread_t ev_thread;
+	bool ev_thread_started;
+	bool ev_from_create; /* the pod's state came from its create response */
+	bool ev_started;     /* under lock: the Started event was seen */
+	int64_t t_ev_started;
+	uint64_t ev_gen; /* under lock: added to state.generation for waiters */
+	unsigned ev_requests;
 	struct err *failure; /* why, if it failed for good */
 	unsigned requests;
 };
@@ -155,6 +164,7 @@ void pod_state_decode(const struct json *pod, const char *container, struct pod_
 
 	copy_str(out->resource_version, sizeof(out->resource_version),
 	         json_str(json_path(pod, "metadata.resourceVersion")));
+	copy_str(out->uid, sizeof(out->uid), json_str(json_path(pod, "metadata.uid")));
 	const struct json *status = json_get(pod, "status");
 	copy_str(out->phase, sizeof(out->phase), json_str(json_get(status, "phase")));
 	copy_str(out->pod_reason, sizeof(out->pod_reason), json_str(json_get(status, "reason")));
@@ -511,9 +521,99 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
+/* --- The events follower -------------------------------------------------------------------- */
+
+struct ev_conn {
+	struct pod_watch *w;
+	struct buf pending;
+	char field_path[96]; /* "spec.containers{NAME}" */
+};
+
+/* One Event of the watch: the Started event of the function container ends the follower. */
+static int ev_line(const char *line, size_t len, void *ud)
+{
+	struct ev_conn *k = ud;
+	cleanup_json struct json *ev = NULL;
+	if (json_parse(line, len, "event", &ev, NULL) < 0)
+		return 1;
+	const struct json *obj = json_get(ev, "object");
+	const char *reason = json_str(json_get(obj, "reason"));
+	const char *path = json_str(json_path(obj, "involvedObject.fieldPath"));
+	if (reason == NULL || strcmp(reason, "Started") != 0 || path == NULL ||
+	    strcmp(path, k->field_path) != 0)
+		return 0;
+	struct pod_watch *w = k->w;
+	pthread_mutex_lock(&w->lock);
+	w->ev_started = true;
+	w->t_ev_started = kube_now_ms();
+	w->ev_gen++;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	return 1;
+}
+
+static int ev_data(const char *data, size_t len, void *ud)
+{
+	struct ev_conn *k = ud;
+	return pod_watch_split_lines(&k->pending, data, len, ev_line, k, NULL) != 0;
+}
+
+/* Waits (in slices) until the pod's uid is known; false when the watch stops or ends first,
+ * or when the container already runs by the status. */
+static bool ev_wait_uid(struct pod_watch *w, char *uid, size_t size)
+{
+	pthread_mutex_lock(&w->lock);
+	while (w->state.uid[0] == '\0' && !w->stop && !w->ended && !w->state.deleted) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+	}
+	copy_str(uid, size, w->state.uid);
+	/* A pod watched without its create response (started ahead, claimed later) may run
+	 * already: then the status says it all. */
+	bool running = !w->ev_from_create &&
+	               (w->state.cstate == CS_RUNNING || w->state.cstate == CS_TERMINATED);
+	pthread_mutex_unlock(&w->lock);
+	return uid[0] != '\0' && !w->stop && !running;
+}
+
+static void *events_main(void *arg)
+{
+	struct pod_watch *w = arg;
+	char uid[64];
+	if (!ev_wait_uid(w, uid, sizeof(uid)))
+		return NULL;
+	cleanup_free char *sel = xasprintf("involvedObject.uid=%s,reason=Started", uid);
+	cleanup_free char *esel = kube_query_escape(sel);
+	cleanup_free char *path =
+	        xasprintf("/api/v1/namespaces/%s/events?watch=1&fieldSelector=%s&timeoutSeconds=%d",
+	                  w->ns, esel, WATCH_TIMEOUT_S);
+	struct ev_conn k = {.w = w};
+	snprintf(k.field_path, sizeof(k.field_path), "spec.containers{%s}", w->container);
+	buf_init(&k.pending, LIMIT_WATCH_EVENT);
+	kube_client_set_deadline(w->ev_client,
+	                         kube_now_ms() + WATCH_TIMEOUT_S * 1000LL + WATCH_GRACE_MS);
+	cleanup_err struct err *e = NULL;
+	if (kube_stream_get(w->ev_client, path, ev_data, &k, &e) < 0 && !w->stop)
+		log_debug("no Started events for pod %s/%s (%s): attaching when the pod status "
+		          "says the container runs",
+		          w->ns, w->pod, e->msg);
+	buf_free(&k.pending);
+	pthread_mutex_lock(&w->lock);
+	w->ev_requests = kube_client_requests(w->ev_client);
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
 static void watch_free(struct pod_watch *w)
 {
 	kube_client_free(w->client);
+	kube_client_free(w->ev_client);
 	err_free(w->failure);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
@@ -529,7 +629,15 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
 	struct kube_client *client = NULL;
 	if (kube_client_new(cfg, &client, err) < 0)
 		return -1;
+	struct kube_client *ev_client = NULL;
+	if (container && kube_client_new(cfg, &ev_client, err) < 0) {
+		kube_client_free(client);
+		return -1;
+	}
 	struct pod_watch *w = xcalloc(1, sizeof(*w));
+	w->ev_client = ev_client;
+	if (ev_client)
+		kube_client_set_cancel(ev_client, &w->stop);
 	w->ns = xstrdup(ns);
 	w->pod = xstrdup(pod);
 	w->container = container ? xstrdup(container) : NULL;
@@ -545,6 +653,7 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
 		observe(&w->cur, initial, w->container, false);
 		w->have_rv = w->cur.resource_version[0] != '\0';
 		w->state = w->cur;
+		w->ev_from_create = true;
 	}
 
 	/* The thread inherits a mask that blocks every signal: SIGTERM and friends must land
@@ -553,6 +662,8 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&w->thread, NULL, watch_main, w);
+	if (rc == 0 && w->ev_client)
+		w->ev_thread_started = pthread_create(&w->ev_thread, NULL, events_main, w) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		watch_free(w);
@@ -575,7 +686,7 @@ int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadli
 	int rc;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		if (w->state.generation > seen_generation) {
+		if (w->state.generation + w->ev_gen > seen_generation) {
 			rc = 0;
 			break;
 		}
@@ -606,6 +717,9 @@ int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadli
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 	}
 	*out = w->state;
+	out->generation = w->state.generation + w->ev_gen;
+	out->started_event = w->ev_started;
+	out->t_started_event = w->t_ev_started;
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }
@@ -616,14 +730,18 @@ void pod_watch_stop(struct pod_watch *w)
 		return;
 	w->stop = 1;
 	kube_client_wakeup(w->client);
+	if (w->ev_client)
+		kube_client_wakeup(w->ev_client);
 	pthread_join(w->thread, NULL);
+	if (w->ev_thread_started)
+		pthread_join(w->ev_thread, NULL);
 	watch_free(w);
 }
 
 unsigned pod_watch_requests(struct pod_watch *w)
 {
 	pthread_mutex_lock(&w->lock);
-	unsigned n = w->requests;
+	unsigned n = w->requests + w->ev_requests;
 	pthread_mutex_unlock(&w->lock);
 	return n;
 }

@@ -47,8 +47,13 @@ struct pod_state {
 	char init_message[2048];
 	int init_exit_code;
 	char resource_version[32];
+	char uid[64]; /* metadata.uid */
+	/* The kubelet's Started event for the watched container was seen (the events
+	 * follower, below): the container runs, or has run, in the runtime, although the pod
+	 * status says so only at the kubelet's next relist (up to ~1 s later). */
+	bool started_event;
 	/* Monotonic ms when the watch first saw each condition (0 = not yet). */
-	int64_t t_scheduled, t_running, t_terminated;
+	int64_t t_scheduled, t_running, t_terminated, t_started_event;
 	uint64_t generation; /* increments with every change the watch observes */
 };
 

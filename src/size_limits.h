@@ -16,6 +16,9 @@
 /* Pod log recovered for output written before attach (and logs of containers that ended
  * before attach): more than this is cut with a note. */
 #define LIMIT_POD_LOG (16u << 20)
+/* After an early attach: the most bytes written before the attach that are recovered from
+ * the log (read once the container ended, together with what the attach delivered). */
+#define LIMIT_PREATTACH_LOG (1u << 20)
 /* Bytes of stdin read ahead of the WebSocket (flow control). */
 #define LIMIT_STDIN_CHUNK (64u << 10)
 
