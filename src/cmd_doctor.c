@@ -81,6 +81,7 @@ static void check_permissions(struct report *r, struct kube_client *c, const cha
 	        {"pods", "", "create"},       {"pods", "", "get"},    {"pods", "", "list"},
 	        {"pods", "", "watch"},        {"pods", "", "delete"}, {"pods", "attach", "get"},
 	        {"pods", "attach", "create"}, {"pods", "log", "get"}, {"podtemplates", "", "get"},
+	        {"events", "", "watch"},
 	};
 	for (size_t i = 0; i < sizeof(perms) / sizeof(perms[0]); i++) {
 		const struct perm *p = &perms[i];
@@ -121,6 +122,13 @@ static void check_permissions(struct report *r, struct kube_client *c, const cha
 		json_bool(json_path(resp, "status.allowed"), &allowed);
 		if (allowed)
 			line(r, "ok", "permission %s in namespace %s", what, ns);
+		else if (strcmp(p->resource, "events") == 0)
+			line(r, "WARN",
+			     "permission %s in namespace %s is missing: functions still run, but "
+			     "krmpod attaches only when the pod status says the container runs, up "
+			     "to a second later per function; add it to the Role "
+			     "(manifests/functions/rbac.yaml)",
+			     what, ns);
 		else
 			line(r, "FAIL",
 			     "permission %s in namespace %s is missing: add it to the Role "
@@ -158,8 +166,8 @@ static void check_network_policies(struct report *r, struct kube_client *c, cons
 	if (kube_request(c, "GET", path, NULL, NULL, 0, NULL, &list, &e) < 0) {
 		line(r, "FAIL",
 		     "NetworkPolicies in %s: cannot list them (%s): without that krmpod "
-		     "cannot tell whether function pods are isolated; grant networkpolicies get, "
-		     "list (networking.k8s.io) in the Role",
+		     "cannot tell whether function pods are isolated; grant networkpolicies list "
+		     "(networking.k8s.io) in the Role",
 		     ns, e->msg);
 		return;
 	}

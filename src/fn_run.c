@@ -244,6 +244,28 @@ static int wait_started(struct run *r, struct pod_state *st, struct err **err)
 	}
 }
 
+/* Waits until the status shows the container running or terminated (after an attach that
+ * found no container, to tell "it already ended" from "it runs"). */
+static int wait_seen_running_or_ended(struct run *r, struct pod_state *st, struct err **err)
+{
+	uint64_t seen = st->generation;
+	while (st->cstate != CS_RUNNING && st->cstate != CS_TERMINATED) {
+		if (st->deleted)
+			return err_set(err, ERR_POD,
+			               "function %s: pod %s/%s was deleted while it ran",
+			               r->req->image, r->ns, r->pod);
+		int rc = pod_watch_wait(r->watch, seen, r->deadline, r->io->cancel, st, err);
+		if (rc < 0)
+			return err_wrap(err, "watch pod %s/%s", r->ns, r->pod);
+		if (*r->io->cancel)
+			return cancelled(r, err);
+		if (rc == 1)
+			return not_started(r, st, true, err);
+		seen = st->generation;
+	}
+	return 0;
+}
+
 /* Waits for the terminated state after the output streams ended. */
 static int wait_terminated(struct run *r, struct pod_state *st, struct err **err)
 {
@@ -549,6 +571,9 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 	}
 	r->t_attached = kube_now_ms();
 	r->early_attach = early;
+	if (early)
+		log_debug("attached on the kubelet's Started event; the pod status still says %s",
+		          st->c_reason[0] ? st->c_reason : "nothing of the container");
 	if (!held && !early)
 		recover_preattach(r, stream);
 	struct kube_stream_result res = {0};
@@ -559,13 +584,20 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 	/* An early attach can find the container gone already: it ran and ended between its
 	 * start and the attach. Then all of its output is in the log. */
 	bool no_container = rc == 0 && attach_found_no_container(&res);
-	if (no_container)
+	if (no_container) {
 		log_debug("attach: %s", res.status_message);
-	if (rc == 0) {
+		r->t_attached = 0; /* it reached nothing */
+	}
+	if (rc == 0 && no_container) {
+		rc = wait_seen_running_or_ended(r, st, err);
+		if (rc == 0 && st->cstate != CS_TERMINATED)
+			rc = err_set(
+			        err, ERR_POD,
+			        "function %s: pod %s/%s: the attach found no container (%s), yet "
+			        "the container runs: its input was not delivered",
+			        r->req->image, r->ns, r->pod, res.status_message);
+	} else if (rc == 0) {
 		rc = wait_terminated(r, st, err);
-		if (rc < 0 && no_container)
-			err_wrap(err, "attach to pod %s/%s found no running container (%s)", r->ns,
-			         r->pod, res.status_message);
 	} else if (*r->io->cancel) {
 		rc = cancelled(r, err);
 	} else if ((*err)->code == ERR_TIMEOUT) {

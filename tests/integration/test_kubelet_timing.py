@@ -6,7 +6,7 @@ to a relist later, and krmpod waits for it instead of guessing."""
 import re
 import time
 
-from conftest import KUSTOMIZE_RUN, no_sanitizer_reports, run_shim
+from conftest import KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim
 
 RELIST_MS = 1000
 
@@ -19,14 +19,19 @@ def timings(stderr):
 
 def test_exit_code_arrives_a_relist_after_the_output(kubesim):
     kubesim.faults(relist_period_ms=RELIST_MS)
-    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fail"], stdin=b"x")
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fail"], stdin=b"x",
+                 env=base_env(kubesim, KRMPOD_LOG_LEVEL="debug"))
     assert r.returncode == 3, r.stderr.decode()
     assert b"fail: boom" in r.stderr
     no_sanitizer_reports(r.stderr)
     attached, finished = timings(r.stderr)
-    # krmpod attaches when the status says running (a relist tick), the function ends at
-    # once, and its terminated state comes with the next tick: nearly a whole period later
-    assert 0.5 * RELIST_MS <= finished - attached <= RELIST_MS + 300, r.stderr.decode()
+    # krmpod attaches on the kubelet's Started event, before any relist shows the container
+    # running; the function ends at once, and its terminated state comes with the next
+    # relist: at most a period after the attach, never guessed earlier
+    assert b"attached on the kubelet's Started event" in r.stderr, r.stderr.decode()
+    assert attached < RELIST_MS, r.stderr.decode()
+    assert 0 <= finished - attached <= RELIST_MS + 300, r.stderr.decode()
+    assert b"exit=3" in r.stderr
 
 
 def test_a_function_that_ended_before_any_relist_saw_it_run(kubesim):

@@ -286,5 +286,7 @@ def test_api_requests_per_function(kubesim):
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=b"x")
     assert r.returncode == 0, r.stderr.decode()
     new = [l for l in kubesim.requests()[before:] if "/kubesim/" not in l]
-    # create, watch, attach, log snapshot (pre-attach output), delete
-    assert len(new) <= 5, new
+    # create, watch, the kubelet's Started event (a watch on events: the early attach),
+    # attach, log (output written before the attach), delete
+    assert len(new) <= 6, new
+    assert sum("/events?watch=1&fieldSelector=involvedObject.uid" in l for l in new) == 1, new

@@ -38,9 +38,10 @@ EXPECTED_OBJECTS = {
 EXPECTED_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete"]},
     {"apiGroups": [""], "resources": ["pods/attach"], "verbs": ["get", "create"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["watch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["get"]},
-    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["get", "list"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list"]},
 ]
 
 EXPECTED_PSS_LABELS = {

@@ -44,6 +44,16 @@ def run_early_stderr(install, tmp_path):
     return r.returncode == 0 and "hello from stderr before stdin" in err, err
 
 
+def run_early_attach(install, tmp_path):
+    """Cold pods (no prestart): krmpod attaches on the kubelet's Started event, before the pod
+    status says the container runs; without the event it falls back to the status (and says
+    why at debug level)."""
+    r, _ = render(install, copy_fixture_app(tmp_path, name="app-%d" % time.monotonic_ns()),
+                  FROM_SHIM="x", KRMPOD_PRESTART="false", KRMPOD_LOG_LEVEL="debug")
+    err = r.stderr.decode(errors="replace")
+    return r.returncode == 0 and "attached on the kubelet's Started event" in err, err
+
+
 def run_pod_template(install, tmp_path):
     install.api.request("POST", "/api/v1/namespaces/%s/podtemplates" % FN_NS, {
         "apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "role-test"},
@@ -78,11 +88,11 @@ FEATURES = {
     ("", "pods/attach", "get"): ("a render (the attach's WebSocket upgrade)", run_render),
     ("", "pods/attach", "create"): ("a render (the attach, on Kubernetes 1.35+)", run_render),
     ("", "pods/log", "get"): ("early stderr recovery (pods/log)", run_early_stderr),
+    ("", "events", "watch"): ("the early attach (the kubelet's Started event)",
+                              run_early_attach),
     ("", "podtemplates", "get"): ("KRMPOD_POD_TEMPLATE by name", run_pod_template),
     ("networking.k8s.io", "networkpolicies", "list"): ("krmpod doctor's NetworkPolicy check",
                                                        run_doctor),
-    ("networking.k8s.io", "networkpolicies", "get"): ("krmpod doctor's NetworkPolicy check",
-                                                      run_doctor),
 }
 
 # Pairs no feature needs on this cluster, and why they are kept (reported to the lead).
@@ -90,9 +100,6 @@ NOT_NEEDED = {
     ("", "pods/attach", "create"):
         "Kubernetes 1.34 authorizes the attach's WebSocket upgrade as `get` only; from 1.35 "
         "(AuthorizePodWebsocketUpgradeCreatePermission) it also checks `create`",
-    ("networking.k8s.io", "networkpolicies", "get"):
-        "krmpod doctor lists the NetworkPolicies and never gets one by name; kept until the "
-        "lead decides (docs/install.md and the doctor's message name `get, list`)",
 }
 
 

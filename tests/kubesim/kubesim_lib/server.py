@@ -1131,7 +1131,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ready = 1 if self.qbool("stdout") else 2 if self.qbool("stderr") else 3
         ws.send_binary(bytes([ready]))
         c = cl.container(ns, name, cname)
-        if c is None or self.shown_state(p, cname)[0] != "running":
+        # The kubelet looks the container up in the runtime (CRI), not in the pod status:
+        # a container the runtime runs can be attached to a relist before the status says
+        # so (measured on a real 1.34 node), and one that has exited cannot.
+        if c is None or c.proc is None or c.exited.is_set():
             why = "unable to upgrade connection: container %s not found in pod %s_%s" % (
                 cname, name, ns)
             ws.send_binary(b"\x03" + json.dumps({
