@@ -22,8 +22,11 @@
 #include "size_limits.h"
 #include "xalloc.h"
 
-/* Bytes of attach output kept to de-duplicate the pre-attach log snapshot. */
+/* Bytes of attach output kept to line it up with the pod log after the end. */
 #define OVERLAP_WINDOW (64u << 10)
+/* How much of that start of the attached output is looked for in the log: short enough
+ * that stdout and stderr rarely interleave in it, long enough to be unambiguous. */
+#define LOG_MATCH_BYTES 256
 /* Time allowed for deleting the pod after everything else, including after a signal. */
 #define DELETE_DEADLINE_MS 1500
 /* How often a create refused by a full ResourceQuota is tried again. */
@@ -45,34 +48,6 @@ struct run {
 	bool early_attach; /* attached on the Started event, before the status said Running */
 	unsigned stream_requests; /* WebSocket connections (not made through r->client) */
 };
-
-size_t fn_run_log_overlap(const char *log, size_t log_len, const char *attached,
-                          size_t attached_len)
-{
-	size_t m = attached_len < log_len ? attached_len : log_len;
-	if (m == 0)
-		return 0;
-	/* Only the last m bytes of the log can overlap. */
-	const char *text = log + (log_len - m);
-	size_t *fail = xmalloc(m * sizeof(*fail));
-	fail[0] = 0;
-	for (size_t i = 1, k = 0; i < m; i++) {
-		while (k > 0 && attached[i] != attached[k])
-			k = fail[k - 1];
-		if (attached[i] == attached[k])
-			k++;
-		fail[i] = k;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < m; i++) {
-		while (k > 0 && (k == m || text[i] != attached[k]))
-			k = fail[k - 1];
-		if (text[i] == attached[k])
-			k++;
-	}
-	free(fail);
-	return k;
-}
 
 static int write_all(int fd, const char *p, size_t n, const char *what, struct err **err)
 {
@@ -244,28 +219,6 @@ static int wait_started(struct run *r, struct pod_state *st, struct err **err)
 	}
 }
 
-/* Waits until the status shows the container running or terminated (after an attach that
- * found no container, to tell "it already ended" from "it runs"). */
-static int wait_seen_running_or_ended(struct run *r, struct pod_state *st, struct err **err)
-{
-	uint64_t seen = st->generation;
-	while (st->cstate != CS_RUNNING && st->cstate != CS_TERMINATED) {
-		if (st->deleted)
-			return err_set(err, ERR_POD,
-			               "function %s: pod %s/%s was deleted while it ran",
-			               r->req->image, r->ns, r->pod);
-		int rc = pod_watch_wait(r->watch, seen, r->deadline, r->io->cancel, st, err);
-		if (rc < 0)
-			return err_wrap(err, "watch pod %s/%s", r->ns, r->pod);
-		if (*r->io->cancel)
-			return cancelled(r, err);
-		if (rc == 1)
-			return not_started(r, st, true, err);
-		seen = st->generation;
-	}
-	return 0;
-}
-
 /* Waits for the terminated state after the output streams ended. */
 static int wait_terminated(struct run *r, struct pod_state *st, struct err **err)
 {
@@ -365,31 +318,6 @@ static int replay_log(struct run *r, const struct pod_state *st, struct err **er
 	return write_log_output(r, log.data, log.len, st->exit_code == 0, when, err);
 }
 
-/* Output written before the attach began exists only in the pod log: take a snapshot now
- * (stdin has not been sent yet, so a function that waits for input has written everything
- * it will write before input) and show what the attach did not deliver itself. A function
- * that waits for input has written only diagnostics before it (stderr); one without stdin
- * (no -i) was running free, and what it wrote is most likely its output (stdout). */
-static void recover_preattach(struct run *r, struct kube_stream *stream)
-{
-	cleanup_buf struct buf log;
-	buf_init(&log, 0);
-	cleanup_err struct err *e = NULL;
-	if (fetch_log(r, LIMIT_POD_LOG, &log, &e) < 0) {
-		log_warn("could not read the pod log to recover output written before the attach "
-		         "(%s); such output, if any, is missing above",
-		         e->msg);
-		return;
-	}
-	size_t plen = 0;
-	const char *prefix = kube_stream_prefix(stream, &plen);
-	size_t overlap =
-	        fn_run_log_overlap(log.data ? log.data : "", log.len, prefix ? prefix : "", plen);
-	if (write_log_output(r, log.data, log.len - overlap, !r->req->want_stdin,
-	                     "the function wrote output before krmpod attached", &e) < 0)
-		log_warn("%s", e->msg);
-}
-
 /* A private file that holds a stream's output until the function has ended (unlinked at
  * once: it goes away with the descriptor). In TMPDIR, else /tmp. */
 static int open_hold_file(const char *what, int *out, struct err **err)
@@ -427,23 +355,77 @@ static int copy_held(int from, int to, const char *what, struct err **err)
 	}
 }
 
-long long fn_run_preattach_len(const char *log, size_t log_len, uint64_t attached,
-                               const char *prefix, size_t prefix_len)
+int fn_run_log_split(const char *log, size_t log_len, bool cut, uint64_t attached,
+                     const char *prefix, size_t prefix_len, size_t *pre, size_t *missing)
 {
-	size_t plen = prefix_len;
+	*pre = *missing = 0;
+	if (attached == 0) { /* all of it came before the attach (or the attach got nothing) */
+		*pre = log_len;
+		return 0;
+	}
+	if (!cut && log_len == attached)
+		return 0; /* exactly what the attach delivered */
+	if (!cut && log_len < attached)
+		return -1; /* the kubelet rotated the log: it cannot be checked */
+	size_t plen = prefix_len < LOG_MATCH_BYTES ? prefix_len : LOG_MATCH_BYTES;
 	if (plen > attached)
 		plen = (size_t)attached;
-	if (attached <= log_len) {
-		size_t pre = log_len - (size_t)attached;
-		if (plen == 0 || memcmp(log + pre, prefix, plen) == 0)
-			return (long long)pre;
-	}
-	if (attached == 0)
-		return (long long)log_len;
 	if (plen == 0)
 		return -1;
+	/* The usual case: the log is the part written before, then exactly what was attached. */
+	if (!cut && memcmp(log + (log_len - attached), prefix, plen) == 0) {
+		*pre = log_len - (size_t)attached;
+		return 0;
+	}
 	const char *hit = memmem(log, log_len, prefix, plen);
-	return hit ? (long long)(hit - log) : -1;
+	if (hit == NULL)
+		return -1;
+	*pre = (size_t)(hit - log);
+	size_t rest = log_len - *pre;
+	*missing = rest > attached ? rest - (size_t)attached : 0;
+	return 0;
+}
+
+/* After the function ended, its pod log is all it wrote (fn_run_log_split()): the part
+ * written before the attach goes out (to stdout when `pre_to_stdout`, else stderr), and a log
+ * that holds more than the attach delivered after that part fails the run: the stream ended
+ * early (seen on a real 1.34 cluster: a Success close after ~190 KiB of ~215 KiB), and a
+ * render must never use truncated output. The log is read up to what the attach delivered
+ * plus LIMIT_PREATTACH_LOG (within LIMIT_POD_LOG). */
+static int check_log_after_end(struct run *r, const struct kube_stream_result *res,
+                               bool pre_to_stdout, struct err **err)
+{
+	uint64_t attached = res->bytes_out + res->bytes_err;
+	uint64_t want = attached + LIMIT_PREATTACH_LOG;
+	size_t limit = want > LIMIT_POD_LOG ? LIMIT_POD_LOG : (size_t)want;
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	cleanup_err struct err *e = NULL;
+	if (fetch_log(r, limit, &log, &e) < 0) {
+		log_warn("could not read the pod log to recover output written before the attach "
+		         "and to check that none was lost (%s)",
+		         e->msg);
+		return 0;
+	}
+	size_t pre = 0, missing = 0;
+	if (fn_run_log_split(log.data ? log.data : "", log.len, log.len >= limit, attached,
+	                     res->prefix, res->prefix_len, &pre, &missing) < 0) {
+		log_debug("the pod log (%zu bytes) does not line up with the %llu bytes the attach "
+		          "delivered (rotated, or stdout and stderr ordered differently): not "
+		          "checked",
+		          log.len, (unsigned long long)attached);
+		return 0;
+	}
+	if (missing > 0)
+		return err_set(err, ERR_NET,
+		               "function %s: pod %s/%s: the attach stream ended after %llu bytes, "
+		               "but the pod log holds %s%zu more after them: the function's output "
+		               "is incomplete (the API server closed the stream early), so it is "
+		               "not used",
+		               r->req->image, r->ns, r->pod, (unsigned long long)attached,
+		               log.len >= limit ? "at least " : "", missing);
+	return write_log_output(r, log.data, pre, pre_to_stdout,
+	                        "the function wrote output before krmpod attached", err);
 }
 
 /* docker run without -i (docs/internals/pod-lifecycle.md, "Output from the pod log"): the
@@ -454,66 +436,11 @@ static int release_held(struct run *r, const struct pod_state *st,
                         const struct kube_stream_result *res, int hold_out, int hold_err,
                         struct err **err)
 {
-	cleanup_buf struct buf log;
-	buf_init(&log, 0);
-	cleanup_err struct err *e = NULL;
-	if (fetch_log(r, LIMIT_POD_LOG, &log, &e) < 0) {
-		log_warn("could not read the pod log to recover output written before the attach "
-		         "(%s); such output, if any, is missing",
-		         e->msg);
-	} else {
-		long long pre = fn_run_preattach_len(log.data ? log.data : "", log.len,
-		                                     res->bytes_out + res->bytes_err, res->prefix,
-		                                     res->prefix_len);
-		if (pre < 0)
-			log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the "
-			         "attach delivered; output written before the attach, if any, is "
-			         "missing",
-			         log.len, (unsigned long long)(res->bytes_out + res->bytes_err));
-		else if (write_log_output(r, log.data, (size_t)pre, st->exit_code == 0,
-		                          "the function wrote output before krmpod attached",
-		                          err) < 0)
-			return -1;
-	}
+	if (check_log_after_end(r, res, st->exit_code == 0, err) < 0)
+		return -1;
 	if (copy_held(hold_out, r->io->out_fd, "stdout", err) < 0)
 		return -1;
 	return copy_held(hold_err, r->io->err_fd, "stderr", err);
-}
-
-/* How much of the log to read after an early attach, to find what the function wrote
- * before it: what the attach delivered plus LIMIT_PREATTACH_LOG, within LIMIT_POD_LOG. */
-static size_t log_limit_after(uint64_t attached)
-{
-	uint64_t limit = attached + LIMIT_PREATTACH_LOG;
-	return limit > LIMIT_POD_LOG ? LIMIT_POD_LOG : (size_t)limit;
-}
-
-/* After an early attach, output written before the attach is recovered once the container
- * has ended: the kubelet serves the log only once the pod status says the container started,
- * which is also when the exit code arrives. The log is what the container wrote before the
- * attach, then what the attach delivered (fn_run_preattach_len()). Written to stderr, like
- * recover_preattach(): a function that waits for input writes only diagnostics before it. */
-static void recover_before_early_attach(struct run *r, const struct kube_stream_result *res)
-{
-	cleanup_buf struct buf log;
-	buf_init(&log, 0);
-	cleanup_err struct err *e = NULL;
-	uint64_t attached = res->bytes_out + res->bytes_err;
-	if (fetch_log(r, log_limit_after(attached), &log, &e) < 0) {
-		log_warn("could not read the pod log to recover output written before the attach "
-		         "(%s); such output, if any, is missing above",
-		         e->msg);
-		return;
-	}
-	long long pre = fn_run_preattach_len(log.data ? log.data : "", log.len, attached,
-	                                     res->prefix, res->prefix_len);
-	if (pre < 0)
-		log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the attach "
-		         "delivered; output written before the attach, if any, is missing above",
-		         log.len, (unsigned long long)attached);
-	else if (write_log_output(r, log.data, (size_t)pre, false,
-	                          "the function wrote output before krmpod attached", &e) < 0)
-		log_warn("%s", e->msg);
 }
 
 /* The channel-3 Status of an attach that reached no container: the kubelet found none
@@ -574,8 +501,6 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 	if (early)
 		log_debug("attached on the kubelet's Started event; the pod status still says %s",
 		          st->c_reason[0] ? st->c_reason : "nothing of the container");
-	if (!held && !early)
-		recover_preattach(r, stream);
 	struct kube_stream_result res = {0};
 	int rc = kube_stream_run(stream, &res, err);
 	kube_stream_free(stream);
@@ -588,16 +513,13 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 		log_debug("attach: %s", res.status_message);
 		r->t_attached = 0; /* it reached nothing */
 	}
-	if (rc == 0 && no_container) {
-		rc = wait_seen_running_or_ended(r, st, err);
-		if (rc == 0 && st->cstate != CS_TERMINATED)
-			rc = err_set(
-			        err, ERR_POD,
-			        "function %s: pod %s/%s: the attach found no container (%s), yet "
-			        "the container runs: its input was not delivered",
-			        r->req->image, r->ns, r->pod, res.status_message);
-	} else if (rc == 0) {
+	if (rc == 0) {
+		/* After "no container" the runtime has no running one: its end reaches the status
+		 * at the next relist (a status that still says running is a relist behind). */
 		rc = wait_terminated(r, st, err);
+		if (rc < 0 && no_container)
+			err_wrap(err, "the attach found no running container (%s)",
+			         res.status_message);
 	} else if (*r->io->cancel) {
 		rc = cancelled(r, err);
 	} else if ((*err)->code == ERR_TIMEOUT) {
@@ -615,8 +537,8 @@ static int attach_and_stream(struct run *r, struct pod_state *st, int *exit_code
 		rc = release_held(r, st, &res, hold_out, hold_err, err);
 	else if (held) /* failed: what the function said on stderr may explain it */
 		copy_held(hold_err, r->io->err_fd, "stderr", NULL);
-	else if (early && rc == 0)
-		recover_before_early_attach(r, &res);
+	else if (rc == 0) /* streamed: what came before the attach goes to stderr */
+		rc = check_log_after_end(r, &res, false, err);
 	kube_stream_result_clear(&res);
 	if (rc < 0)
 		return -1;

@@ -15,6 +15,7 @@
 #define KRMPOD_FN_RUN_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,19 +39,15 @@ struct fn_io {
 int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
            const struct fn_request *req, const struct fn_io *io, int *exit_code, struct err **err);
 
-/* Returns the length of the longest suffix of `log` that is also a prefix of `attached`
- * (KMP, O(log_len + attached_len)). Used to cut, from a log snapshot taken after the attach
- * began, the part that the attach delivers too. */
-size_t fn_run_log_overlap(const char *log, size_t log_len, const char *attached,
-                          size_t attached_len);
-
-/* For a function that ran without stdin (docker run without -i) and has ended: the length
- * of the start of its complete pod `log` that the attach did not deliver. The log is that
- * part followed by exactly the `attached` bytes the attach delivered (stdout and stderr),
- * whose first `prefix_len` bytes are in `prefix`; when the log does not end that way (cut
- * at LIMIT_POD_LOG) the prefix's first occurrence in it marks the end of the part. Returns
- * -1 when the two cannot be lined up. */
-long long fn_run_preattach_len(const char *log, size_t log_len, uint64_t attached,
-                               const char *prefix, size_t prefix_len);
+/* Lines up the pod log of a container that has ended with what the attach delivered
+ * (`attached` bytes of stdout and stderr, the first `prefix_len` of them in `prefix`). The
+ * log holds what the container wrote before the attach began, then everything it wrote
+ * after. Sets *pre to the length of that first part and *missing to the bytes after it that
+ * the attach did not deliver (its stream ended early). `cut` says the log was read only up
+ * to log_len (more may follow). Returns 0, or -1 when they cannot be lined up: the log is
+ * shorter than what was attached (the kubelet rotated it), or the start of the attached
+ * output is not in it (stdout and stderr interleaved in another order). */
+int fn_run_log_split(const char *log, size_t log_len, bool cut, uint64_t attached,
+                     const char *prefix, size_t prefix_len, size_t *pre, size_t *missing);
 
 #endif

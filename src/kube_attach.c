@@ -532,12 +532,6 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 	return 0;
 }
 
-const char *kube_stream_prefix(const struct kube_stream *s, size_t *len)
-{
-	*len = s->res.prefix_len;
-	return s->res.prefix;
-}
-
 int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struct err **err)
 {
 	int rc = 0;

@@ -68,10 +68,6 @@ char *kube_exec_path(const char *ns, const char *pod, const char *container, boo
 int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opts,
                      struct kube_stream **out, struct err **err);
 
-/* The output prefix captured so far (see capture_prefix), valid until the next call on s.
- * Used right after kube_stream_open() to de-duplicate the pod log snapshot. */
-const char *kube_stream_prefix(const struct kube_stream *s, size_t *len);
-
 /* Pumps stdin/stdout/stderr until the server closes the stream (after the channel-3 Status
  * or a normal close). An abrupt disconnect before the server's close is ERR_NET ("attach
  * connection lost after N bytes"). Fills *res in every case (partial counts on errors). */

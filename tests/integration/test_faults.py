@@ -1,5 +1,5 @@
 """Each injected fault ends in success (the client recovers) or in the expected clear error."""
-from conftest import KUSTOMIZE_RUN, base_env, in_cluster_env, run_shim
+from conftest import KUSTOMIZE_RUN, base_env, in_cluster_env, no_sanitizer_reports, run_shim
 
 CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
 
@@ -143,3 +143,22 @@ def test_full_resource_quota_until_the_start_timeout(kubesim):
     r = run_shim(kubesim, CAT, stdin=b"x", env=base_env(kubesim, KRMPOD_START_TIMEOUT="1500ms"))
     assert r.returncode == 125 and r.stdout == b""
     assert b"exceeded quota" in r.stderr and b"403" in r.stderr, r.stderr
+
+
+def test_attach_that_ends_early_fails_the_run(kubesim):
+    """A real 1.34 cluster sometimes ends an attach cleanly (channel-3 Success) before the
+    container's output is through. Nothing in the stream says so: krmpod compares the pod
+    log, once the container ended, with what the attach delivered, and fails the run rather
+    than exit 0 with cut output (with auto-prune, Argo CD would delete what is missing)."""
+    kubesim.faults(attach_truncate_count=1, attach_truncate_bytes=100000)
+    data = b"".join(b"- item %06d\n" % i for i in range(30000))
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=data)
+    err = r.stderr.decode()
+    assert r.returncode == 125, err
+    assert "the attach stream ended after 100000 bytes, but the pod log holds" in err, err
+    assert "output is incomplete" in err, err
+    assert len(r.stdout) == 100000 and data.startswith(r.stdout)
+    no_sanitizer_reports(r.stderr)
+    # without the fault the same run is whole
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=data)
+    assert r.returncode == 0 and r.stdout == data, r.stderr.decode()

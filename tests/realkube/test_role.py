@@ -175,9 +175,11 @@ def test_each_rule_is_needed(install, tmp_path, pair):
         feature, verb, resource, text)
     refusal = 'cannot %s resource "%s"' % (verb, resource)
     if resource == "pods/attach":
-        # A refused WebSocket upgrade: krmpod names the attach and the 403 but not the API
-        # server's Status message (its body is not read; reported to the lead).
-        refusal = "403 Forbidden: the server refused the stream upgrade"
+        # A refused WebSocket upgrade: libwebsockets does not hand over the API server's
+        # Status body, so krmpod names the 403 and both causes, RBAC first when the server's
+        # version is new enough.
+        refusal = "403 Forbidden: the API server refused the stream upgrade; likely cause: " \
+            "RBAC: the credentials need pods/attach"
         assert "/attach?" in text, text
     assert refusal in text, "%s failed without %s %s, but without saying so (%r):\n%s" % (
         feature, verb, resource, refusal, text)

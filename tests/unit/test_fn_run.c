@@ -1,66 +1,69 @@
-/* Unit tests: the pure parts of the pod lifecycle (log/attach overlap, the part of a log
- * only the log has). */
+/* Unit tests: the pure part of the pod lifecycle: lining up the pod log of an ended
+ * container with what the attach delivered (the part only the log has, and output the
+ * attach lost). */
 #include <stdlib.h>
 
 #include "check.h"
 #include "fn_run.h"
 
-static size_t ov(const char *log, const char *att)
+/* Returns pre, or -1; *missing set. */
+static long long split(const char *log, bool cut, uint64_t attached, const char *prefix,
+                       size_t *missing)
 {
-	return fn_run_log_overlap(log, strlen(log), att, strlen(att));
+	size_t pre = 99, miss = 99;
+	int rc = fn_run_log_split(log, strlen(log), cut, attached, prefix, strlen(prefix), &pre,
+	                          &miss);
+	*missing = miss;
+	return rc < 0 ? -1 : (long long)pre;
 }
 
-TEST(overlap)
+TEST(log_split)
 {
-	CHECK_INT(ov("", ""), 0);
-	CHECK_INT(ov("hello\n", ""), 0);                     /* nothing attached yet */
-	CHECK_INT(ov("", "out"), 0);                         /* empty log */
-	CHECK_INT(ov("pre\n", "output"), 0);                 /* no overlap */
-	CHECK_INT(ov("pre\nstarted\n", "started\nmore"), 8); /* log tail == attach head */
-	CHECK_INT(ov("abab", "ababx"), 4);                   /* periodic: KMP fallback */
-	CHECK_INT(ov("aaab", "aab"), 3);                     /* whole attach inside the tail */
-	CHECK_INT(ov("xyz", "xyzxyz"), 3);                   /* attach longer than the log */
-	CHECK_INT(ov("abcabd", "abd"), 3);
-	CHECK_INT(ov("abcab", "abd"), 2);
+	size_t m;
+	CHECK_INT(split("", false, 0, "", &m), 0);             /* no output at all */
+	CHECK_INT(split("early\n", false, 0, "", &m), 6);      /* nothing attached: all */
+	CHECK_INT(split("late\n", false, 5, "late\n", &m), 0); /* all of it attached */
+	CHECK_INT(m, 0);
+	CHECK_INT(split("early\nlate\n", false, 5, "late\n", &m), 6); /* part + attached */
+	CHECK_INT(m, 0);
+	CHECK_INT(split("x\nx\nx\nx\n", false, 4, "x\nx\n", &m), 4); /* repeated: by length */
+	CHECK_INT(split("early\nlate\nmore\n", false, 10, "late\n", &m), 6);
+	CHECK_INT(m, 0);
+	/* the log was cut where it was read: the attached output's start ends the part */
+	CHECK_INT(split("early\nlate\nmore\nand", true, 100, "late\nmore\n", &m), 6);
+	CHECK_INT(m, 0);
+	CHECK_INT(split("something else\n", false, 4, "late", &m), -1); /* does not line up */
+	CHECK_INT(split("ab", false, 5, "", &m), -1);                   /* rotated: shorter */
+	/* stdout and stderr in another order in the log: the first bytes still line up */
+	CHECK_INT(split("err\nout\n", false, 8, "err\nout\n", &m), 0);
 }
 
-TEST(overlap_large)
+/* The attach ended early: the log holds more after the attached bytes. */
+TEST(log_split_finds_lost_output)
 {
-	size_t n = 1 << 20;
-	char *log = malloc(n), *att = malloc(n);
-	memset(log, 'a', n);
-	memset(att, 'a', n);
-	att[n - 1] = 'b';
-	/* The longest suffix of aaaa...a that is a prefix of aaa...ab is n-1 bytes. */
-	CHECK_INT(fn_run_log_overlap(log, n, att, n), n - 1);
+	size_t m;
+	CHECK_INT(split("items:\n- a\n- b\n- c\n", false, 11, "items:\n- a\n", &m), 0);
+	CHECK_INT(m, 8);
+	CHECK_INT(split("pre\nitems:\n- a\n- b\n", false, 11, "items:\n- a\n", &m), 4);
+	CHECK_INT(m, 4);
+	/* cut where it was read, and already longer than pre + attached */
+	CHECK_INT(split("pre\nitems:\n- a\n- b\n- c\n- d", true, 7, "items:\n", &m), 4);
+	CHECK_INT(m, 15);
+	/* a large output cut after 192 KiB of 200 KiB */
+	size_t n = 200 << 10, got = 192 << 10;
+	char *log = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		log[i] = (char)('a' + (i * 7919 % 26));
+	size_t pre = 1, miss = 0;
+	CHECK(fn_run_log_split(log, n, false, got, log, 64 << 10, &pre, &miss) == 0);
+	CHECK_INT(pre, 0);
+	CHECK_INT(miss, n - got);
 	free(log);
-	free(att);
-}
-
-static long long pre(const char *log, uint64_t attached, const char *prefix)
-{
-	return fn_run_preattach_len(log, strlen(log), attached, prefix, strlen(prefix));
-}
-
-TEST(preattach_len)
-{
-	CHECK_INT(pre("", 0, ""), 0);                           /* no output at all */
-	CHECK_INT(pre("early\n", 0, ""), 6);                    /* nothing attached: all of it */
-	CHECK_INT(pre("late\n", 5, "late\n"), 0);               /* all of it attached */
-	CHECK_INT(pre("early\nlate\n", 5, "late\n"), 6);        /* the log = part + attached */
-	CHECK_INT(pre("x\nx\nx\nx\n", 4, "x\nx\n"), 4);         /* repeated lines: by length */
-	CHECK_INT(pre("early\nlate\nmore\n", 10, "late\n"), 6); /* prefix shorter than attached */
-	/* the log was cut: the attached output's first occurrence ends the part */
-	CHECK_INT(pre("early\nlate\nmo", 12, "late\nmore\n"), -1);
-	CHECK_INT(pre("early\nlate\nmore\nand", 100, "late\nmore\n"), 6);
-	CHECK_INT(pre("something else\n", 4, "late"), -1); /* does not line up */
-	CHECK_INT(pre("ab", 5, ""), -1);                   /* attached, nothing captured */
 }
 
 int main(void)
 {
-	RUN(overlap);
-	RUN(preattach_len);
-	RUN(overlap_large);
+	RUN(log_split);
+	RUN(log_split_finds_lost_output);
 	return check_summary();
 }

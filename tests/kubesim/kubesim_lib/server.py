@@ -1152,14 +1152,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         want_out = self.qbool("stdout")
         want_err = self.qbool("stderr")
         drop = faults.take("drop_attach")
+        # A clean close too early: the Success status after this many bytes of output, as
+        # seen on a real 1.34 cluster (the output is cut, nothing says so).
+        cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
+            else None
+        sent = [0, False]
         success = json.dumps({"metadata": {}, "status": "Success"}).encode()
 
         def listener(ch, data):
             try:
+                if sent[1]:
+                    return
                 if ch == "exit":
                     ws.send_binary(b"\x03" + success)
                     ws.close()
                 elif data is not None and ((ch == 1 and want_out) or (ch == 2 and want_err)):
+                    if cut is not None and sent[0] + len(data) >= cut:
+                        data = data[:max(0, cut - sent[0])]
+                        if data:
+                            ws.send_binary(bytes([ch]) + data)
+                        sent[1] = True
+                        ws.send_binary(b"\x03" + success)
+                        ws.close()
+                        return
+                    sent[0] += len(data)
                     ws.send_binary(bytes([ch]) + data)
             except (Closed, OSError):
                 pass
