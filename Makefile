@@ -118,8 +118,11 @@ build/bench/measure: bench/measure.c
 	@mkdir -p $(@D)
 	gcc -O2 -Wall -Wextra -Werror -o $@ $<
 
+# kubesim (with the kubelet's 1 s relist), then the real cluster (../shared/k8s; started and
+# stopped again unless it runs already), in one run.
 bench: test-deps build/krmpod build/bench/measure
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
+	$(PYTHON) bench/realkube_bench.py --krmpod build/krmpod
 
 # Records the real API server's answers to krmpod's requests into tests/conformance/data/
 # (needs root and ../shared/k8s/realkube: it starts the shared cluster if it is not running,
