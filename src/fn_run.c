@@ -249,20 +249,23 @@ static int wait_terminated(struct run *r, struct pod_state *st, struct err **err
 
 struct log_sink {
 	struct buf *b;
-	size_t limit;
+	size_t limit; /* bytes kept in b */
+	size_t total; /* bytes received (kept or not) */
 	bool truncated;
+	bool count_on; /* past `limit`, go on counting instead of stopping */
 };
 
 static int log_sink_data(const char *data, size_t len, void *ud)
 {
 	struct log_sink *sink = ud;
+	sink->total += len;
 	size_t room = sink->limit - sink->b->len;
 	if (len > room) {
 		len = room;
 		sink->truncated = true;
 	}
 	buf_append(sink->b, data, len, "pod log", NULL);
-	return sink->truncated ? 1 : 0;
+	return sink->truncated && !sink->count_on ? 1 : 0;
 }
 
 /* GETs the container log (at most `limit` bytes, itself at most LIMIT_POD_LOG; more is cut
@@ -274,12 +277,29 @@ static int fetch_log(struct run *r, size_t limit, struct buf *out, struct err **
 	                  r->pod, POD_CONTAINER_NAME, limit);
 	buf_reset(out);
 	out->limit = limit;
-	struct log_sink sink = {out, limit, false};
+	struct log_sink sink = {.b = out, .limit = limit};
 	if (kube_stream_get(r->client, path, log_sink_data, &sink, err) < 0)
 		return -1;
 	if (sink.truncated && limit == LIMIT_POD_LOG)
 		log_warn("the pod log is longer than %u bytes; the rest is cut",
 		         (unsigned)LIMIT_POD_LOG);
+	return 0;
+}
+
+/* GETs the log up to `limit` bytes (limitBytes), keeping only its first `head` bytes in out
+ * (memory stays bounded whatever the output) and its length in *total. */
+static int fetch_log_head(struct run *r, size_t limit, size_t head, struct buf *out, size_t *total,
+                          struct err **err)
+{
+	cleanup_free char *path =
+	        xasprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%zu", r->ns,
+	                  r->pod, POD_CONTAINER_NAME, limit);
+	buf_reset(out);
+	out->limit = head;
+	struct log_sink sink = {.b = out, .limit = head, .count_on = true};
+	if (kube_stream_get(r->client, path, log_sink_data, &sink, err) < 0)
+		return -1;
+	*total = sink.total;
 	return 0;
 }
 
@@ -355,7 +375,7 @@ static int copy_held(int from, int to, const char *what, struct err **err)
 	}
 }
 
-int fn_run_log_split(const char *log, size_t log_len, bool cut, uint64_t attached,
+int fn_run_log_split(const char *head, size_t head_len, size_t log_len, bool cut, uint64_t attached,
                      const char *prefix, size_t prefix_len, size_t *pre, size_t *missing)
 {
 	*pre = *missing = 0;
@@ -373,14 +393,17 @@ int fn_run_log_split(const char *log, size_t log_len, bool cut, uint64_t attache
 	if (plen == 0)
 		return -1;
 	/* The usual case: the log is the part written before, then exactly what was attached. */
-	if (!cut && memcmp(log + (log_len - attached), prefix, plen) == 0) {
-		*pre = log_len - (size_t)attached;
-		return 0;
+	if (!cut && log_len > attached) {
+		size_t cand = log_len - (size_t)attached;
+		if (cand + plen <= head_len && memcmp(head + cand, prefix, plen) == 0) {
+			*pre = cand;
+			return 0;
+		}
 	}
-	const char *hit = memmem(log, log_len, prefix, plen);
+	const char *hit = memmem(head, head_len, prefix, plen);
 	if (hit == NULL)
 		return -1;
-	*pre = (size_t)(hit - log);
+	*pre = (size_t)(hit - head);
 	size_t rest = log_len - *pre;
 	*missing = rest > attached ? rest - (size_t)attached : 0;
 	return 0;
@@ -396,34 +419,49 @@ static int check_log_after_end(struct run *r, const struct kube_stream_result *r
                                bool pre_to_stdout, struct err **err)
 {
 	uint64_t attached = res->bytes_out + res->bytes_err;
-	uint64_t want = attached + LIMIT_PREATTACH_LOG;
-	size_t limit = want > LIMIT_POD_LOG ? LIMIT_POD_LOG : (size_t)want;
+	/* Enough to see a byte past what should be there; for a larger output only the head,
+	 * where what came before the attach is, and no check of the rest. */
+	const size_t head = LIMIT_PREATTACH_LOG + LOG_MATCH_BYTES;
+	uint64_t want = attached + LIMIT_PREATTACH_LOG + 1;
+	bool checkable = want <= LIMIT_POD_LOG;
+	size_t limit = checkable ? (size_t)want : head;
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
 	cleanup_err struct err *e = NULL;
-	if (fetch_log(r, limit, &log, &e) < 0) {
+	size_t total = 0;
+	if (fetch_log_head(r, limit, head, &log, &total, &e) < 0) {
 		log_warn("could not read the pod log to recover output written before the attach "
 		         "and to check that none was lost (%s)",
 		         e->msg);
 		return 0;
 	}
 	size_t pre = 0, missing = 0;
-	if (fn_run_log_split(log.data ? log.data : "", log.len, log.len >= limit, attached,
+	if (fn_run_log_split(log.data ? log.data : "", log.len, total, total >= limit, attached,
 	                     res->prefix, res->prefix_len, &pre, &missing) < 0) {
 		log_debug("the pod log (%zu bytes) does not line up with the %llu bytes the attach "
 		          "delivered (rotated, or stdout and stderr ordered differently): not "
 		          "checked",
-		          log.len, (unsigned long long)attached);
+		          total, (unsigned long long)attached);
 		return 0;
 	}
-	if (missing > 0)
+	if (!checkable)
+		log_debug(
+		        "%llu bytes of output: only the start of the pod log was read, not checked",
+		        (unsigned long long)attached);
+	if (missing > 0 && checkable)
 		return err_set(err, ERR_NET,
 		               "function %s: pod %s/%s: the attach stream ended after %llu bytes, "
 		               "but the pod log holds %s%zu more after them: the function's output "
 		               "is incomplete (the API server closed the stream early), so it is "
 		               "not used",
 		               r->req->image, r->ns, r->pod, (unsigned long long)attached,
-		               log.len >= limit ? "at least " : "", missing);
+		               total >= limit ? "at least " : "", missing);
+	if (pre > log.len) {
+		log_warn("%zu bytes were written before the attach; only the first %zu are "
+		         "recovered",
+		         pre, log.len);
+		pre = log.len;
+	}
 	return write_log_output(r, log.data, pre, pre_to_stdout,
 	                        "the function wrote output before krmpod attached", err);
 }

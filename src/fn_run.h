@@ -42,12 +42,13 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const char *ns,
 /* Lines up the pod log of a container that has ended with what the attach delivered
  * (`attached` bytes of stdout and stderr, the first `prefix_len` of them in `prefix`). The
  * log holds what the container wrote before the attach began, then everything it wrote
- * after. Sets *pre to the length of that first part and *missing to the bytes after it that
- * the attach did not deliver (its stream ended early). `cut` says the log was read only up
- * to log_len (more may follow). Returns 0, or -1 when they cannot be lined up: the log is
+ * after. Only its first head_len bytes are at hand (`head`), and its length, log_len. Sets
+ * *pre to the length of that first part and *missing to the bytes after it that the attach
+ * did not deliver (its stream ended early). `cut` says the log was read only up to log_len
+ * (more may follow). Returns 0, or -1 when they cannot be lined up: the log is
  * shorter than what was attached (the kubelet rotated it), or the start of the attached
  * output is not in it (stdout and stderr interleaved in another order). */
-int fn_run_log_split(const char *log, size_t log_len, bool cut, uint64_t attached,
+int fn_run_log_split(const char *head, size_t head_len, size_t log_len, bool cut, uint64_t attached,
                      const char *prefix, size_t prefix_len, size_t *pre, size_t *missing);
 
 #endif

@@ -2,6 +2,7 @@
  * write(2), so lines from the watch thread and the main thread never interleave. */
 #include "log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 
 static enum log_level current_level = LOG_INFO;
 static const char *current_role = "krmpod";
+/* Set by the main thread, read by every thread that logs: under pod_lock. */
 static char current_pod[128];
+static pthread_mutex_t pod_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -21,10 +24,12 @@ void log_set_role(const char *role)
 
 void log_set_pod(const char *pod)
 {
+	pthread_mutex_lock(&pod_lock);
 	if (pod == NULL)
 		current_pod[0] = '\0';
 	else
 		snprintf(current_pod, sizeof(current_pod), "%s", pod);
+	pthread_mutex_unlock(&pod_lock);
 }
 
 int log_parse_level(const char *name, const char *source, enum log_level *out, struct err **err)
@@ -65,10 +70,13 @@ void log_msg(enum log_level level, const char *fmt, ...)
 {
 	if (level > current_level)
 		return;
-	char line[8192];
+	char line[8192], pod[sizeof(current_pod)];
+	pthread_mutex_lock(&pod_lock);
+	memcpy(pod, current_pod, sizeof(pod));
+	pthread_mutex_unlock(&pod_lock);
 	int n;
-	if (current_pod[0])
-		n = snprintf(line, sizeof(line), "krmpod[%s] pod=%s: %s", current_role, current_pod,
+	if (pod[0])
+		n = snprintf(line, sizeof(line), "krmpod[%s] pod=%s: %s", current_role, pod,
 		             level <= LOG_WARN ? (level == LOG_ERROR ? "error: " : "warning: ")
 		                               : "");
 	else
