@@ -114,6 +114,16 @@ unpack() { # tarball -> prints dir
 t0=$(date +%s)
 echo "deps[$variant]: mbedTLS"
 d=$(unpack mbedtls_3.6.6.orig.tar.bz2)
+# Thread safety: krmpod makes TLS handshakes on several threads at once (the REST client, the
+# watch and events threads, the WebSocket), and mbedTLS 3.6's PSA key store, which TLS 1.3
+# uses for every handshake's keys, is safe for that only with MBEDTLS_THREADING_C and
+# MBEDTLS_THREADING_PTHREAD (off in the default configuration). Without them concurrent
+# handshakes race on the key slots (LeakSanitizer caught a key buffer lost that way).
+cfg="$d/include/mbedtls/mbedtls_config.h"
+for opt in MBEDTLS_THREADING_C MBEDTLS_THREADING_PTHREAD; do
+	sed -i "s|^//#define $opt\$|#define $opt|" "$cfg"
+	grep -q "^#define $opt\$" "$cfg" || { echo "deps: cannot enable $opt in $cfg" >&2; exit 1; }
+done
 cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
 	-DCMAKE_INSTALL_PREFIX="$out" -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DUSE_SHARED_MBEDTLS_LIBRARY=OFF \
 	-DUSE_STATIC_MBEDTLS_LIBRARY=ON -DMBEDTLS_FATAL_WARNINGS=OFF -DGEN_FILES=OFF >"$work/mbedtls.log" 2>&1

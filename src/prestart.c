@@ -86,7 +86,7 @@ struct prestart {
 	int64_t t0;
 };
 
-/* The argv kustomize builds for a function config (design brief §3.1), after `run`. */
+/* The argv kustomize builds for a function config (../shared/design.md §3.1), after `run`. */
 static int request_for(const struct kfn *f, bool network, char *const *environ_,
                        struct fn_request *req, struct err **err)
 {

@@ -27,7 +27,8 @@ void ws_status_decode(const char *text, size_t len, struct ws_status *st)
 	st->success = false;
 	st->exit_code = -1;
 	cleanup_json struct json *j = NULL;
-	if (json_parse(text, len, "stream status", &j, NULL) < 0) {
+	/* Not a Status object (YAML also reads a bare word): the text itself is the message. */
+	if (json_parse(text, len, "stream status", &j, NULL) < 0 || json_type(j) != JSON_OBJECT) {
 		snprintf(st->message, sizeof(st->message), "%.*s", (int)(len < 512 ? len : 512),
 		         text);
 		return;

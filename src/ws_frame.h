@@ -1,5 +1,5 @@
 /* ws_frame.h — the channel framing of the Kubernetes stream protocol v5.channel.k8s.io
- * (docs/internals/attach-framing.md). Pure: no I/O, fully unit-tested.
+ * (docs/internals/attach-framing.md). Pure: no I/O; tests/unit/test_ws_frame.c.
  *
  * Every WebSocket message starts with one channel byte: 0 stdin, 1 stdout, 2 stderr,
  * 3 error (one metav1.Status JSON), 4 resize, 255 close (payload: the channel closed).
