@@ -5,8 +5,8 @@
 #   scripts/deps.sh musl    -> build/deps/musl/{include,lib,cflags,libs}   (musl-gcc, for build/krmpod)
 #   scripts/deps.sh glibc   -> build/deps/glibc/{include,lib,cflags,libs}  (gcc, for ASan/valgrind builds)
 #
-# Sources are fetched with `apt-get source --download-only` through a private apt
-# configuration under build/apt (the machine's own apt lists are never touched). Each orig
+# Sources are found with `apt-get source --print-uris` through a private apt configuration
+# under build/apt, and only the orig tarballs are downloaded (apt-helper) (the machine's own apt lists are never touched). Each orig
 # tarball's SHA-256 is pinned below and checked before it is unpacked. We build the upstream
 # (orig) sources without Debian's patches: none is needed for a static build.
 set -euo pipefail
@@ -62,13 +62,20 @@ fetch() { # package upstream-version tarball sha256
 			echo "deps: Debian trixie no longer has $pkg $upstream; update PINS in scripts/deps.sh" >&2
 			exit 1
 		fi
-		echo "deps: apt-get source $pkg=$ver"
-		# apt-get source also fetches the .dsc and the Debian tarball; only the orig tarball
-		# is used, so a second try covers a transient failure of any of them.
-		(cd "$src" && apt-get "${APT_OPTS[@]}" -qq source --download-only "$pkg=$ver") ||
-			(cd "$src" && apt-get "${APT_OPTS[@]}" -qq source --download-only "$pkg=$ver") ||
-			[ -f "$src/$tarball" ] || {
-			echo "deps: cannot download the source of $pkg=$ver from Debian trixie (network?)" >&2
+		# Only the orig tarball is used, so only it is fetched: `apt-get source` would also
+		# ask for the .dsc and Debian tarball of the newest revision the lists name, which
+		# the mirror may have replaced already (eight "404 Not Found" lines on a good build).
+		local uri
+		uri=$(apt-get "${APT_OPTS[@]}" -qq source --print-uris "$pkg=$ver" |
+			sed -n "s|^'\([^']*/$tarball\)' .*|\1|p" | head -1)
+		if [ -z "$uri" ]; then
+			echo "deps: Debian trixie's $pkg=$ver does not list $tarball; update PINS in scripts/deps.sh" >&2
+			exit 1
+		fi
+		echo "deps: fetching $tarball ($pkg=$ver)"
+		/usr/lib/apt/apt-helper -qq download-file "$uri" "$src/$tarball" >/dev/null ||
+			/usr/lib/apt/apt-helper -qq download-file "$uri" "$src/$tarball" >/dev/null || {
+			echo "deps: cannot download $uri (network?)" >&2
 			exit 1
 		}
 	fi

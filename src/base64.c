@@ -8,8 +8,6 @@
 #include "buf.h"
 #include "xalloc.h"
 
-static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static int value_of(unsigned char c)
 {
 	if (c >= 'A' && c <= 'Z')
@@ -76,24 +74,4 @@ int base64_decode(const char *text, size_t len, const char *what, char **out, si
 	*out = res;
 	*out_len = n;
 	return 0;
-}
-
-char *base64_encode(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	char *out = xmalloc((n + 2) / 3 * 4 + 1);
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= s[i + 2];
-		out[o++] = alphabet[(v >> 18) & 63];
-		out[o++] = alphabet[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
-		out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
-	}
-	out[o] = '\0';
-	return out;
 }

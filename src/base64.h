@@ -13,7 +13,4 @@
 int base64_decode(const char *text, size_t len, const char *what, char **out, size_t *out_len,
                   struct err **err);
 
-/* Encodes n bytes; returns a newly allocated NUL-terminated string. */
-char *base64_encode(const void *p, size_t n);
-
 #endif

@@ -286,23 +286,6 @@ char *kube_attach_path(const char *ns, const char *pod, const char *container, b
 	                 ns, pod, c, want_stdin ? "true" : "false");
 }
 
-char *kube_exec_path(const char *ns, const char *pod, const char *container, bool want_stdin,
-                     const char *const *argv)
-{
-	cleanup_free char *c = kube_query_escape(container);
-	struct buf b;
-	buf_init(&b, 0);
-	buf_printf(&b,
-	           "/api/v1/namespaces/%s/pods/%s/exec?container=%s&stdin=%s&stdout=true"
-	           "&stderr=true&tty=false",
-	           ns, pod, c, want_stdin ? "true" : "false");
-	for (; argv && *argv; argv++) {
-		cleanup_free char *a = kube_query_escape(*argv);
-		buf_printf(&b, "&command=%s", a);
-	}
-	return buf_steal(&b, NULL);
-}
-
 static void split_server(const char *server, char **host, char **port)
 {
 	const char *p = server + strlen("https://");
@@ -328,8 +311,8 @@ static int port_number(const char *s)
 	return end != s && *end == '\0' && v > 0 && v < 65536 ? (int)v : 443;
 }
 
-/* The namespace and the subresource ("attach", "exec") of a path built by kube_attach_path or
- * kube_exec_path: "/api/v1/namespaces/NS/pods/POD/SUB?...". New strings. */
+/* The namespace and the subresource ("attach", "exec") of a stream path such as
+ * kube_attach_path() builds: "/api/v1/namespaces/NS/pods/POD/SUB?...". New strings. */
 static void path_parts(const char *path, char **ns, char **sub)
 {
 	static const char prefix[] = "/api/v1/namespaces/";

@@ -57,11 +57,6 @@ struct kube_stream;
  * Returns a new string. */
 char *kube_attach_path(const char *ns, const char *pod, const char *container, bool want_stdin);
 
-/* Builds ".../pods/POD/exec?container=C&stdin=..&stdout=true&stderr=true&tty=false&command=..."
- * with one command= per argv element (NULL-terminated). Returns a new string. */
-char *kube_exec_path(const char *ns, const char *pod, const char *container, bool want_stdin,
-                     const char *const *argv);
-
 /* Connects and completes the WebSocket handshake (blocking until established, refused,
  * cancelled or past the deadline). cfg is borrowed and must outlive the stream. Output that
  * arrives while opening is already written to the fds and counted. */
