@@ -296,3 +296,25 @@ def test_label_annotate_and_patch(ks, kubectl):
     assert p["status"]["reason"] == "DeadlineExceeded"
     r = kubectl("label", "pod", "patched", "claimed=no", "--overwrite", "--resource-version=1")
     assert r.returncode == 1 and "the object has been modified" in err(r)
+
+
+def test_events_started_for_each_container(ks, kubectl):
+    """The kubelet's Started events (krmpod attaches on them): kubectl lists them with field
+    selectors, one per container, init containers named by their own field path."""
+    ks.create_pod(pod("ev", "cat", command=["sh", "-c", "exit 0"],
+                      initContainers=[{"name": "first", "image": "cat",
+                                       "command": ["sh", "-c", "exit 0"]}]))
+    ks.wait_phase("ev", "Succeeded")
+    r = kubectl("get", "events", "--field-selector", "involvedObject.name=ev,reason=Started",
+                "-o", "json", check=True)
+    items = json.loads(r.stdout)["items"]
+    paths = sorted(e["involvedObject"]["fieldPath"] for e in items)
+    assert paths == ["spec.containers{ev}", "spec.initContainers{first}"], items
+    assert all(e["source"]["component"] == "kubelet" and e["type"] == "Normal" for e in items)
+    r = kubectl("get", "events", "--field-selector", "involvedObject.name=nothing-here",
+                "-o", "json", check=True)
+    assert json.loads(r.stdout)["items"] == []
+    r = kubectl("get", "events", "--field-selector", "involvedObject.name=ev", check=True)
+    lines = r.stdout.decode().splitlines()
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], lines
+    assert sum("Normal   Started   pod/ev   Started container" in l for l in lines) == 2, lines

@@ -275,10 +275,29 @@ def template_table(items, rv):
     return _table(TEMPLATE_COLUMNS, rows, rv)
 
 
+EVENT_COLUMNS = [
+    ("Last Seen", "string", "", 0, "Time of the event's last occurrence."),
+    ("Type", "string", "", 0, "The event's type (Normal, Warning)."),
+    ("Reason", "string", "", 0, "Why the event happened."),
+    ("Object", "string", "", 0, "The object the event is about."),
+    ("Message", "string", "", 0, "A human-readable description."),
+]
+
+
+def event_table(items, rv):
+    rows = []
+    for e in items:
+        io = e.get("involvedObject") or {}
+        rows.append(_row(e, [age(e), e.get("type", ""), e.get("reason", ""),
+                             "%s/%s" % (io.get("kind", "").lower(), io.get("name", "")),
+                             e.get("message", "")]))
+    return _table(EVENT_COLUMNS, rows, rv)
+
+
 KINDS = {  # resource -> (Kind, list kind, table fn)
     "pods": ("Pod", "PodList", pod_table),
     "podtemplates": ("PodTemplate", "PodTemplateList", template_table),
-    "events": ("Event", "EventList", None),
+    "events": ("Event", "EventList", event_table),
 }
 
 API_RESOURCES = {
@@ -297,6 +316,8 @@ API_RESOURCES = {
                                           "patch", "update", "watch"]},
         {"name": "namespaces", "singularName": "namespace", "namespaced": False,
          "kind": "Namespace", "verbs": ["get", "list"], "shortNames": ["ns"]},
+        {"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
+         "verbs": ["list", "watch"], "shortNames": ["ev"]},
     ]}
 GROUPS = {
     "networking.k8s.io": [{"name": "networkpolicies", "singularName": "networkpolicy",
