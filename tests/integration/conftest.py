@@ -9,7 +9,9 @@ import time
 
 import pytest
 
+# kubesim's harness, and the helpers the tiers share (tests/apptrees.py, tests/kptlib.py)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kubesim"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from kubesim_lib import testing  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -26,14 +26,12 @@ import json
 import os
 import shutil
 import socket
-import sys
 import tempfile
 import threading
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from conftest import HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
 
 from kptlib import (GROUP_ID, KPT, KPTFILE, RESOURCES, USER_ID, assert_same, chown_tree,

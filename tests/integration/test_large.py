@@ -5,20 +5,8 @@ import tempfile
 
 import pytest
 
+from apptrees import make_resource_list
 from conftest import IS_ASAN, KRMPOD_BIN, KUSTOMIZE_RUN, base_env
-
-
-def make_resource_list(path, size):
-    item = ("- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%08d\n"
-            "  data:\n    payload: " + "x" * 900 + "\n")
-    with open(path, "w") as f:
-        f.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
-        n, written = 0, 0
-        while written < size:
-            s = item % n
-            f.write(s)
-            written += len(s)
-            n += 1
 
 
 def test_50mb_resource_list(kubesim, tmp_path):

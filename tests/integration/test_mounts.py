@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 
+from apptrees import mount_app, tree
 from conftest import (HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, KUSTOMIZE_RUN, base_env,
                       kustomize, no_sanitizer_reports)
 
@@ -32,39 +33,7 @@ def mounts_env(kubesim, shim_dir, **extra):
 
 def app_with(tmp_path, mounts, data, image="example.com/fns/read-mount:v1"):
     """A kustomization whose generator mounts `mounts` ([(type, src, dst, rw)])."""
-    app = tmp_path / "app"
-    app.mkdir(exist_ok=True)
-    (app / "kustomization.yaml").write_text("generators:\n- gen.yaml\n")
-    lines = []
-    for typ, src, dst, rw in mounts:
-        lines.append("        - type: %s" % typ)
-        if src is not None:
-            lines.append("          src: %s" % src)
-        lines.append("          dst: %s" % dst)
-        if rw:
-            lines.append("          rw: true")
-    (app / "gen.yaml").write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gen\n  annotations:\n"
-        "    config.kubernetes.io/function: |\n      container:\n"
-        "        image: %s\n        mounts:\n%s\ndata:\n%s" %
-        (image, "\n".join(lines), "".join("  %s: %s\n" % kv for kv in data.items())))
-    return app
-
-
-def tree(base, files):
-    """Creates files: {relpath: text | ("link", target) | ("dir",) | (text, mode)}."""
-    for rel, what in files.items():
-        p = base / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(what, tuple) and what[0] == "link":
-            os.symlink(what[1], str(p))
-        elif isinstance(what, tuple) and what[0] == "dir":
-            p.mkdir(exist_ok=True)
-        elif isinstance(what, tuple):
-            p.write_text(what[0])
-            os.chmod(str(p), what[1])
-        else:
-            p.write_text(what)
+    return mount_app(tmp_path, mounts, data, image)
 
 
 DATA = {

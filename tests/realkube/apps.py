@@ -2,6 +2,8 @@
 import os
 import shutil
 
+import apptrees
+from apptrees import tree  # noqa: F401 (the tier's tests take it from here)
 from images import FN_IMAGE, ROOT
 
 TRANSFORM_GENERATE = os.path.join(ROOT, "tests", "fixtures", "kustomize", "transform-generate")
@@ -37,40 +39,7 @@ def fn_app(tmp_path, fixture, envs=(), name="app", config_lines=(), annotations=
 
 def mount_app(tmp_path, mounts, data, name="app"):
     """A kustomization whose generator (read-mount) mounts [(type, src, dst, rw)]."""
-    app = tmp_path / name
-    app.mkdir(exist_ok=True)
-    (app / "kustomization.yaml").write_text("generators:\n- gen.yaml\n")
-    lines = []
-    for typ, src, dst, rw in mounts:
-        lines.append("        - type: %s" % typ)
-        if src is not None:
-            lines.append("          src: %s" % src)
-        lines.append("          dst: %s" % dst)
-        if rw:
-            lines.append("          rw: true")
-    (app / "gen.yaml").write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gen\n  annotations:\n"
-        "    config.kubernetes.io/function: |\n      container:\n"
-        "        image: %s\n        mounts:\n%s\ndata:\n%s" %
-        (FN_IMAGE % "read-mount", "\n".join(lines),
-         "".join("  %s: %s\n" % kv for kv in data.items())))
-    return app
-
-
-def tree(base, files):
-    """Creates files: {relpath: text | ("link", target) | ("dir",) | (text, mode)}."""
-    for rel, what in files.items():
-        p = base / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(what, tuple) and what[0] == "link":
-            os.symlink(what[1], str(p))
-        elif isinstance(what, tuple) and what[0] == "dir":
-            p.mkdir(exist_ok=True)
-        elif isinstance(what, tuple):
-            p.write_text(what[0])
-            os.chmod(str(p), what[1])
-        else:
-            p.write_text(what)
+    return apptrees.mount_app(tmp_path, mounts, data, FN_IMAGE % "read-mount", name)
 
 
 # The directory tests/integration/test_mounts.py uses: modes, symlinks, nesting, an empty

@@ -27,6 +27,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+# the helpers the tiers share (tests/apptrees.py, tests/kptlib.py)
+sys.path.insert(0, os.path.dirname(HERE))
 
 import images  # noqa: E402
 from kube import Api, PodRecorder, kubectl  # noqa: E402

@@ -8,7 +8,6 @@ name, and nothing can be pulled here). The kubesim version of these cases, with 
 emits, is tests/integration/test_kpt.py."""
 import os
 import shutil
-import sys
 import tempfile
 import urllib.parse
 
@@ -17,9 +16,8 @@ import pytest
 from conftest import FN_NS, KRMPOD_BIN, ROOT
 from images import FN_IMAGE
 
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from kptlib import (GROUP_ID, KPT, RESOURCES, USER_ID, assert_same, chown_tree,  # noqa: E402
-                    docker_dir, hermetic_env, kpt, tree)
+from kptlib import (GROUP_ID, KPT, RESOURCES, USER_ID, assert_same, chown_tree, docker_dir,
+                    hermetic_env, kpt, tree)
 
 DIRECT_DOCKER = os.path.join(ROOT, "tests", "fixtures", "direct-docker")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "images")

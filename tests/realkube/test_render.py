@@ -7,6 +7,7 @@ import os
 import time
 import re
 
+from apptrees import make_resource_list
 from apps import MOUNT_DATA, copy_fixture_app, fn_app, mount_app, tree
 from conftest import FN_NS, assert_ok, dump, pod_summary, render
 from images import FN_IMAGE
@@ -61,19 +62,6 @@ def test_failing_function_fails_the_render_with_its_stderr(install, tmp_path):
              for s in (o.get("status") or {}).get("containerStatuses") or []
              if "terminated" in s.get("state", {})}
     assert exits == {3}, [pod_summary(p) for p in pods.values()]
-
-
-def make_resource_list(path, size):
-    item = ("- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%08d\n"
-            "  data:\n    payload: " + "x" * 900 + "\n")
-    with open(path, "w") as f:
-        f.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
-        n, written = 0, 0
-        while written < size:
-            s = item % n
-            f.write(s)
-            written += len(s)
-            n += 1
 
 
 def test_large_resource_list_streams_through(install, tmp_path):

@@ -1,0 +1,56 @@
+"""Test inputs the kubesim tiers (tests/integration) and the real-cluster tier (tests/realkube)
+both build: a kustomization whose generator has mounts, a file tree with modes and links, and a
+large ResourceList."""
+import os
+
+
+def mount_app(tmp_path, mounts, data, image, name="app"):
+    """A kustomization whose generator (`image`, read-mount) mounts [(type, src, dst, rw)]
+    and gets `data` as its functionConfig data."""
+    app = tmp_path / name
+    app.mkdir(exist_ok=True)
+    (app / "kustomization.yaml").write_text("generators:\n- gen.yaml\n")
+    lines = []
+    for typ, src, dst, rw in mounts:
+        lines.append("        - type: %s" % typ)
+        if src is not None:
+            lines.append("          src: %s" % src)
+        lines.append("          dst: %s" % dst)
+        if rw:
+            lines.append("          rw: true")
+    (app / "gen.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gen\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n"
+        "        image: %s\n        mounts:\n%s\ndata:\n%s" %
+        (image, "\n".join(lines), "".join("  %s: %s\n" % kv for kv in data.items())))
+    return app
+
+
+def tree(base, files):
+    """Creates files: {relpath: text | ("link", target) | ("dir",) | (text, mode)}."""
+    for rel, what in files.items():
+        p = base / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(what, tuple) and what[0] == "link":
+            os.symlink(what[1], str(p))
+        elif isinstance(what, tuple) and what[0] == "dir":
+            p.mkdir(exist_ok=True)
+        elif isinstance(what, tuple):
+            p.write_text(what[0])
+            os.chmod(str(p), what[1])
+        else:
+            p.write_text(what)
+
+
+def make_resource_list(path, size):
+    """A ResourceList of at least `size` bytes: ConfigMaps with a 900-byte payload each."""
+    item = ("- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-%08d\n"
+            "  data:\n    payload: " + "x" * 900 + "\n")
+    with open(path, "w") as f:
+        f.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+        n, written = 0, 0
+        while written < size:
+            s = item % n
+            f.write(s)
+            written += len(s)
+            n += 1
