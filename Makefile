@@ -11,13 +11,16 @@ SHELL := /bin/bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
 PYTHON := /usr/bin/python3
 
-SRCS := $(sort $(wildcard src/*.c))
-LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+# src/ is layered folders (docs/architecture.md); every include names its folder.
+SRCS := $(sort $(wildcard src/*/*.c))
+LIB_SRCS := $(filter-out src/cli/main.c,$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
-HDRS := $(wildcard src/*.h) $(wildcard tests/unit/*.h)
+FMT_FILES = src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Wvla -Wstrict-prototypes
-BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DKRMPOD_VERSION='"$(VERSION)"' -Isrc
+# -MMD -MP: each object's header dependencies go to a .d file beside it (included below),
+# so editing a header rebuilds exactly what includes it.
+BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DKRMPOD_VERSION='"$(VERSION)"' -Isrc -MMD -MP
 
 # ---- dependencies (scripts/deps.sh builds them from Debian source packages) ----------
 build/deps/musl/.done build/deps/glibc/.done: build/deps/%/.done: scripts/deps.sh
@@ -31,7 +34,7 @@ GLIBC_DEPS_LIBS = $$(cat build/deps/glibc/libs)
 
 # ---- musl static (shipped) ------------------------------------------------------------
 MUSL_OBJS := $(SRCS:src/%.c=build/musl/obj/%.o)
-build/musl/obj/%.o: src/%.c $(HDRS) | build/deps/musl/.done
+build/musl/obj/%.o: src/%.c | build/deps/musl/.done
 	@mkdir -p $(@D)
 	@echo "CC(musl) $<"; musl-gcc $(BASE_CFLAGS) -O2 -g $(MUSL_DEPS_CFLAGS) -c $< -o $@
 
@@ -45,22 +48,25 @@ build/krmpod: $(MUSL_OBJS)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_OBJS := $(SRCS:src/%.c=build/asan/obj/%.o)
 ASAN_LIB_OBJS := $(LIB_SRCS:src/%.c=build/asan/obj/%.o)
-build/asan/obj/%.o: src/%.c $(HDRS) | build/deps/glibc/.done
+build/asan/obj/%.o: src/%.c | build/deps/glibc/.done
 	@mkdir -p $(@D)
 	@echo "CC(asan) $<"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -c $< -o $@
 build/asan/krmpod: $(ASAN_OBJS)
 	gcc $(SAN) -o $@ $(ASAN_OBJS) $(GLIBC_DEPS_LIBS)
 
 GLIBC_OBJS := $(SRCS:src/%.c=build/glibc/obj/%.o)
-build/glibc/obj/%.o: src/%.c $(HDRS) | build/deps/glibc/.done
+build/glibc/obj/%.o: src/%.c | build/deps/glibc/.done
 	@mkdir -p $(@D)
 	@echo "CC(glibc) $<"; gcc $(BASE_CFLAGS) -O1 -g $(GLIBC_DEPS_CFLAGS) -c $< -o $@
 build/glibc/krmpod: $(GLIBC_OBJS)
 	gcc -o $@ $(GLIBC_OBJS) $(GLIBC_DEPS_LIBS)
 
+# Header dependencies written by -MMD (absent before the first build).
+-include $(wildcard build/musl/obj/*/*.d build/asan/obj/*/*.d build/glibc/obj/*/*.d build/asan/unit/*.d)
+
 # ---- unit tests (C, ASan+UBSan) --------------------------------------------------------
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/asan/unit/%)
-build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) $(HDRS) | build/deps/glibc/.done
+build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) | build/deps/glibc/.done
 	@mkdir -p $(@D)
 	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
@@ -136,10 +142,10 @@ lint: test-deps
 	scripts/lint.sh
 
 fmt:
-	clang-format -i src/*.c src/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i $(FMT_FILES)
 
 fmt-check:
-	clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c tests/unit/*.h
+	clang-format --dry-run --Werror $(FMT_FILES)
 
 clean:
 	rm -rf build/musl build/asan build/glibc build/krmpod

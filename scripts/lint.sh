@@ -9,7 +9,7 @@ if grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|gets|system)[[:
 	status=1
 fi
 if command -v clang-format >/dev/null; then
-	if ! clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c tests/unit/*.h 2>/tmp/krmpod-fmt.$$; then
+	if ! clang-format --dry-run --Werror src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h 2>/tmp/krmpod-fmt.$$; then
 		head -40 /tmp/krmpod-fmt.$$ >&2
 		echo "lint: run 'make fmt'" >&2
 		status=1

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cmp_settings.h"
-#include "fn_config.h"
-#include "kustomization.h"
-#include "prestart.h"
-#include "settings.h"
+#include "cmp/kustomization.h"
+#include "config/cmp_settings.h"
+#include "config/settings.h"
+#include "fn/fn_config.h"
+#include "fn/prestart.h"
 #include "unit_settings.h"
 
 static void clear_env(void)

@@ -1,7 +1,7 @@
 /* Unit tests: the docker run / docker version parser. */
+#include "base/err.h"
 #include "check.h"
-#include "docker_args.h"
-#include "err.h"
+#include "shim/docker_args.h"
 
 static char *env_fixture[] = {"FROM_ENV=hello", "EMPTY=", NULL};
 

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fn_config.h"
+#include "fn/fn_config.h"
 
 static const struct kube_config ctx_ns = {.namespace = "from-context"};
 static const struct kube_config no_ns = {0};

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "fn_run.h"
+#include "fn/fn_run.h"
 
 /* Returns pre, or -1; *missing set. */
 static long long split(const char *log, bool cut, uint64_t attached, const char *prefix,

@@ -12,11 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/size_limits.h"
+#include "base/xalloc.h"
 #include "check.h"
-#include "kube_http.h"
-#include "log.h"
-#include "size_limits.h"
-#include "xalloc.h"
+#include "kube/kube_http.h"
 
 /* --- Status decoding -------------------------------------------------------------------- */
 
@@ -159,10 +160,10 @@ TEST(query_escape)
 
 TEST(clock_is_monotonic)
 {
-	int64_t a = kube_now_ms();
+	int64_t a = now_ms();
 	struct timespec ts = {0, 20 * 1000000L};
 	nanosleep(&ts, NULL);
-	int64_t b = kube_now_ms();
+	int64_t b = now_ms();
 	CHECK(b - a >= 19 && b - a < 1000);
 }
 
@@ -445,9 +446,9 @@ TEST(retries_429_and_5xx)
 	client_start(&k, steps, 4);
 	struct err *e = NULL;
 	long status = 0;
-	int64_t t0 = kube_now_ms();
+	int64_t t0 = now_ms();
 	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, &status, NULL, &e), 0);
-	int64_t ms = kube_now_ms() - t0;
+	int64_t ms = now_ms() - t0;
 	CHECK_INT(status, 200);
 	CHECK_INT(kube_client_requests(k.c), 4);
 	CHECK(ms >= 200 && ms < 2000); /* 503 without Retry-After: backoff 200 ms (2nd retry) */
@@ -476,11 +477,11 @@ TEST(retry_after_never_passes_the_deadline)
 	static const struct step steps[] = {{.response = R429("5")}, {.response = OK_200}};
 	struct client k;
 	client_start(&k, steps, 2);
-	kube_client_set_deadline(k.c, kube_now_ms() + 1000);
+	kube_client_set_deadline(k.c, now_ms() + 1000);
 	struct err *e = NULL;
-	int64_t t0 = kube_now_ms();
+	int64_t t0 = now_ms();
 	CHECK_INT(kube_request(k.c, "POST", "/x", NULL, "{}", 2, NULL, NULL, &e), -1);
-	CHECK(kube_now_ms() - t0 < 500);
+	CHECK(now_ms() - t0 < 500);
 	CHECK(e && e->code == ERR_API && e->http_status == 429);
 	CHECK_STR(e ? e->reason : NULL, "TooManyRequests");
 	CHECK_STR(e ? e->msg : NULL, "POST /x: 429 Too Many Requests: \"Too many requests\"");
@@ -542,10 +543,10 @@ TEST(connection_refused_is_err_net)
 	struct kube_client *c = NULL;
 	struct err *e = NULL;
 	CHECK_INT(kube_client_new(cfg, &c, &e), 0);
-	kube_client_set_deadline(c, kube_now_ms() + 250); /* room for one 100 ms backoff */
-	int64_t t0 = kube_now_ms();
+	kube_client_set_deadline(c, now_ms() + 250); /* room for one 100 ms backoff */
+	int64_t t0 = now_ms();
 	CHECK_INT(kube_request(c, "POST", "/x", NULL, "{}", 2, NULL, NULL, &e), -1);
-	CHECK(kube_now_ms() - t0 < 1000);
+	CHECK(now_ms() - t0 < 1000);
 	CHECK_INT(kube_client_requests(c), 2); /* refused: nothing was sent, so POST retries */
 	CHECK(e && e->code == ERR_NET);
 	CHECK_CONTAINS(e ? e->msg : NULL, "POST /x: ");
@@ -575,9 +576,9 @@ TEST(cancel_interrupts_a_hanging_request)
 	pthread_t t;
 	pthread_create(&t, NULL, cancel_later, NULL);
 	struct err *e = NULL;
-	int64_t t0 = kube_now_ms();
+	int64_t t0 = now_ms();
 	CHECK_INT(kube_request(k.c, "GET", "/hang", NULL, NULL, 0, NULL, NULL, &e), -1);
-	int64_t ms = kube_now_ms() - t0;
+	int64_t ms = now_ms() - t0;
 	pthread_join(t, NULL);
 	CHECK(ms >= 90 && ms < 400); /* one 50 ms slice after the flag, plus slack */
 	CHECK(e && e->code == ERR_SIGNAL && e->signo == 15);
@@ -596,11 +597,11 @@ TEST(deadline_interrupts_a_hanging_stream)
 	static const struct step steps[] = {{.delay_ms = HANG_FOREVER}};
 	struct client k;
 	client_start(&k, steps, 1);
-	kube_client_set_deadline(k.c, kube_now_ms() + 200);
+	kube_client_set_deadline(k.c, now_ms() + 200);
 	struct err *e = NULL;
-	int64_t t0 = kube_now_ms();
+	int64_t t0 = now_ms();
 	CHECK_INT(kube_stream_get(k.c, "/watch", NULL, NULL, &e), -1);
-	int64_t ms = kube_now_ms() - t0;
+	int64_t ms = now_ms() - t0;
 	CHECK(ms >= 190 && ms < 600);
 	CHECK(e && e->code == ERR_TIMEOUT);
 	err_free(e);

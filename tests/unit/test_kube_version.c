@@ -1,10 +1,10 @@
 /* Unit tests: kube_version (parsing what /version says, the 1.30 floor) and the message for a
  * refused stream upgrade (kube_attach), which names the likely cause first. */
+#include "base/cleanup.h"
+#include "base/json.h"
 #include "check.h"
-#include "cleanup.h"
-#include "json.h"
-#include "kube_attach.h"
-#include "kube_version.h"
+#include "kube/kube_stream.h"
+#include "kube/kube_version.h"
 
 static void check_parse(const char *text, int major, int minor, int patch)
 {

@@ -4,10 +4,10 @@
  * events (bookmarks, deletions, 410 Expired, other ERROR events). */
 #include <stdlib.h>
 
+#include "base/size_limits.h"
+#include "base/xalloc.h"
 #include "check.h"
-#include "kube_watch.h"
-#include "size_limits.h"
-#include "xalloc.h"
+#include "kube/kube_watch.h"
 
 /* Pod JSON as the API server sends it (trimmed to the fields that matter plus some that
  * must be ignored). */

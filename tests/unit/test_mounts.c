@@ -9,16 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/json.h"
 #include "check.h"
-#include "err.h"
-#include "fn_request.h"
-#include "json.h"
-#include "mounts.h"
-#include "pod_spec.h"
-#include "settings.h"
-#include "tar.h"
-#include "unpack.h"
+#include "config/fn_request.h"
+#include "config/settings.h"
+#include "mounts/mounts.h"
+#include "mounts/tar.h"
+#include "mounts/unpack.h"
+#include "pod/pod_spec.h"
 
 static char tmp_root[256];
 

@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "check.h"
-#include "json.h"
-#include "netpol.h"
+#include "pod/netpol.h"
 
 static struct json *parse(const char *text)
 {

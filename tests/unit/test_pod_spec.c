@@ -2,9 +2,9 @@
  * Pod Security "restricted" profile and design.md §3.3 require. */
 #include <stdlib.h>
 
+#include "base/json.h"
 #include "check.h"
-#include "json.h"
-#include "pod_spec.h"
+#include "pod/pod_spec.h"
 #include "unit_settings.h"
 
 static struct json *build(struct fn_request *req, struct settings *s)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "settings.h"
+#include "config/settings.h"
 
 static const char *const vars[] = {
         "KRMPOD_NAMESPACE", "KRMPOD_START_TIMEOUT",  "KRMPOD_TIMEOUT",      "KRMPOD_CPU_REQUEST",

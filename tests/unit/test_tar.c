@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/size_limits.h"
 #include "check.h"
-#include "err.h"
-#include "size_limits.h"
-#include "tar.h"
+#include "mounts/tar.h"
 
 /* A reader over memory that hands out at most `chunk` bytes per call. */
 struct mem {

@@ -3,10 +3,10 @@
  * messages krmpod sends. */
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
+#include "base/size_limits.h"
 #include "check.h"
-#include "size_limits.h"
-#include "ws_frame.h"
+#include "kube/ws_frame.h"
 
 struct got {
 	struct buf out, err;

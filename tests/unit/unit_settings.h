@@ -3,7 +3,7 @@
 #ifndef KRMPOD_UNIT_SETTINGS_H
 #define KRMPOD_UNIT_SETTINGS_H
 
-#include "settings.h"
+#include "config/settings.h"
 
 static inline struct settings unit_settings(int64_t timeout_ms)
 {

@@ -1,0 +1,34 @@
+/* clock.c — see clock.h. */
+#include "base/clock.h"
+
+#include <time.h>
+#include <unistd.h>
+
+static int64_t read_ms(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t now_ms(void)
+{
+	return read_ms(CLOCK_MONOTONIC);
+}
+
+int64_t epoch_ms(void)
+{
+	return read_ms(CLOCK_REALTIME);
+}
+
+int sleep_ms(int64_t ms, volatile sig_atomic_t *cancel)
+{
+	int64_t until = now_ms() + ms;
+	for (int64_t now = now_ms(); now < until; now = now_ms()) {
+		if (cancel && *cancel)
+			return *cancel;
+		int64_t slice = min64(until - now, 20);
+		usleep((useconds_t)(slice * 1000));
+	}
+	return cancel ? *cancel : 0;
+}

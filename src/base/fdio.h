@@ -1,0 +1,30 @@
+/* fdio.h — whole writes and copies on file descriptors, and private temporary files. */
+#ifndef KRMPOD_FDIO_H
+#define KRMPOD_FDIO_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* Writes all n bytes of p to fd, going on after EINTR and short writes. Fails with ERR_IO
+ * "write WHAT: <errno text>" (EPIPE:
+ * "the reader closed it"). */
+int fd_write_all(int fd, const void *p, size_t n, const char *what, struct err **err);
+
+/* Copies everything from `from`, starting at its offset 0, to `to`. Fails with ERR_IO
+ * naming `what`. */
+int fd_copy_from_start(int from, int to, const char *what, struct err **err);
+
+/* The directory for temporary files: TMPDIR when set and not empty, else /tmp. */
+const char *tmp_dir(void);
+
+/* Creates a new private file TMPDIR/PREFIX-XXXXXX (mode 0600, close-on-exec) and returns its
+ * descriptor; *path_out (when not NULL) receives its path, to free. Fails with ERR_IO naming
+ * the path, `what` it is for, and TMPDIR. */
+int tmp_file_make(const char *prefix, const char *what, char **path_out, struct err **err);
+
+/* Creates a new private directory TMPDIR/PREFIX-XXXXXX (mode 0700); *out is its path, to
+ * free. Fails with ERR_IO naming the path, `what` it is for, and TMPDIR. */
+int tmp_dir_make(const char *prefix, const char *what, char **out, struct err **err);
+
+#endif

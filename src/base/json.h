@@ -1,0 +1,93 @@
+/* json.h — reading JSON/YAML documents into a small immutable tree, and writing JSON.
+ *
+ * Reading goes through libyaml (JSON is YAML), so the same code reads API responses and
+ * kubeconfig files. Only the first document of a stream is read. Anchors/aliases are
+ * rejected (ERR_IO) — neither kubeconfigs nor API responses use them, and they are a
+ * memory-amplification risk. Plain YAML scalars are typed like YAML 1.2's core schema:
+ * true/false → JSON_BOOL, null/~/empty → JSON_NULL, integers/floats → JSON_NUMBER, else
+ * JSON_STRING; quoted scalars are always strings.
+ *
+ * Lookups never fail: a missing key, a wrong type or a NULL node gives NULL/false, so
+ * chains like json_str(json_path(pod, "status.phase")) are safe.
+ */
+#ifndef KRMPOD_JSON_H
+#define KRMPOD_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/err.h"
+
+enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
+
+struct json;
+
+/* Parses text (len bytes, need not be NUL-terminated). `what` names the document for
+ * errors ("kubeconfig /root/.kube/config", "API response"); messages include line/column.
+ * On success *out owns the tree (free with json_free). */
+int json_parse(const char *text, size_t len, const char *what, struct json **out, struct err **err);
+void json_free(struct json *j);
+DEFINE_CLEANUP_FUNC(json, struct json, json_free)
+#define cleanup_json __attribute__((cleanup(cleanup_jsonp)))
+
+enum json_type json_type(const struct json *j); /* JSON_NULL for NULL */
+
+/* Object member by key (first match), or NULL. */
+const struct json *json_get(const struct json *obj, const char *key);
+/* Array element / object member value by index, or NULL. */
+const struct json *json_at(const struct json *j, size_t i);
+/* Object member key by index, or NULL. */
+const char *json_key_at(const struct json *obj, size_t i);
+/* Number of array elements or object members (0 for scalars and NULL). */
+size_t json_len(const struct json *j);
+/* Dotted path with [i] indexes: "status.containerStatuses[0].state.terminated.exitCode".
+ * Keys containing dots cannot be addressed this way (use json_get). */
+const struct json *json_path(const struct json *root, const char *path);
+
+/* String value of a JSON_STRING node, else NULL. */
+const char *json_str(const struct json *j);
+/* Text of any scalar (string, number, bool, null), else NULL. */
+const char *json_scalar(const struct json *j);
+/* Integer value of a JSON_NUMBER node that is an integer in range; false otherwise. */
+bool json_int(const struct json *j, long long *out);
+/* Boolean value of a JSON_BOOL node; false otherwise (and *out untouched). */
+bool json_bool(const struct json *j, bool *out);
+
+/* --- Writing -------------------------------------------------------------------------
+ * A streaming JSON writer into a struct buf. Commas are inserted automatically; keys are
+ * given with jw_key() before each value inside an object. Strings are escaped per RFC 8259
+ * (control characters as \u00XX; invalid UTF-8 is passed through unchanged). */
+struct jw {
+	struct buf *out;
+	int depth;
+	unsigned char first[64]; /* per depth: no element written yet */
+	bool after_key;          /* a key was written; the value needs no comma */
+};
+
+void jw_init(struct jw *w, struct buf *out);
+void jw_obj_begin(struct jw *w);
+void jw_obj_end(struct jw *w);
+void jw_arr_begin(struct jw *w);
+void jw_arr_end(struct jw *w);
+void jw_key(struct jw *w, const char *key);
+void jw_str(struct jw *w, const char *s);
+void jw_strn(struct jw *w, const char *s, size_t n);
+void jw_int(struct jw *w, long long v);
+void jw_bool(struct jw *w, bool v);
+void jw_null(struct jw *w);
+/* Writes an already-serialised JSON value (e.g. a subtree from json_write). */
+void jw_raw(struct jw *w, const char *json);
+/* Shorthands for "key": value inside an object. */
+void jw_kv_str(struct jw *w, const char *key, const char *s);
+void jw_kv_int(struct jw *w, const char *key, long long v);
+void jw_kv_bool(struct jw *w, const char *key, bool v);
+
+/* Serialises a parsed tree back as compact JSON (used to copy PodTemplate fragments). */
+void json_write(struct jw *w, const struct json *j);
+
+/* Escapes s as the body of a JSON string (no quotes) into out. */
+void json_escape(struct buf *out, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,226 @@
+/* kustomize_run.c — see kustomize_run.h. */
+#include "cmp/kustomize_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/size_limits.h"
+#include "kube/kube_http.h"
+
+#define POLL_MS 50
+
+/* Signals the processes kustomize_run started: the caller's own group when they share it
+ * (the caller ignores the signal for the moment it sends it), else kustomize's group. */
+static void signal_all(pid_t pid, bool shared_group, int sig)
+{
+	if (!shared_group) {
+		killpg(pid, sig);
+		return;
+	}
+	if (sig == SIGKILL) {
+		/* Cannot SIGKILL our own group without dying: kustomize alone, the shims run
+		 * their own deadline (KRMPOD_DEADLINE_MS). */
+		kill(pid, SIGKILL);
+		return;
+	}
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigemptyset(&ign.sa_mask);
+	sigaction(sig, &ign, &old);
+	kill(0, sig);
+	sigaction(sig, &old, NULL);
+}
+
+/* True when no child is left but `keep`: read from /proc (Linux's children list of the main
+ * thread, which runs this loop and is where a subreaper's adopted orphans appear too). */
+static bool only_kept_left(pid_t keep)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	long pid;
+	bool others = false;
+	while (fscanf(f, "%ld", &pid) == 1)
+		if ((pid_t)pid != keep)
+			others = true;
+	fclose(f);
+	return !others;
+}
+
+/* Reaps every exited descendant (we are their subreaper) but `keep`. Returns true when none
+ * is left; records kustomize's own status in *status. */
+static bool reap(pid_t pid, pid_t keep, int *status, bool *pid_done)
+{
+	for (;;) {
+		int st;
+		pid_t r = waitpid(-1, &st, WNOHANG);
+		if (r == pid) {
+			*status = st;
+			*pid_done = true;
+			continue;
+		}
+		if (r > 0 && r == keep)
+			continue; /* cannot happen while keep runs; harmless if it ended early */
+		if (r > 0)
+			continue;
+		if (r < 0)
+			return errno == ECHILD;
+		return keep > 0 && only_kept_left(keep);
+	}
+}
+
+static void drain(int fd)
+{
+	char chunk[8192];
+	while (read(fd, chunk, sizeof(chunk)) > 0)
+		;
+}
+
+/* The stop sequence; returns when every descendant is gone or was SIGKILLed. */
+static void stop_all(pid_t pid, pid_t keep, bool shared_group, int fd, int *status, bool *pid_done)
+{
+	signal_all(pid, shared_group, SIGTERM);
+	int64_t until = now_ms() + KUSTOMIZE_STOP_GRACE_MS;
+	while (now_ms() < until) {
+		drain(fd);
+		if (reap(pid, keep, status, pid_done))
+			return;
+		usleep(20 * 1000);
+	}
+	log_warn("kustomize and its functions did not stop within %d ms of SIGTERM: SIGKILL",
+	         KUSTOMIZE_STOP_GRACE_MS);
+	signal_all(pid, shared_group, SIGKILL);
+	until = now_ms() + 1000;
+	while (now_ms() < until && !reap(pid, keep, status, pid_done))
+		usleep(20 * 1000);
+}
+
+int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **err)
+{
+	buf_reset(out);
+	out->limit = LIMIT_GENERATE_OUTPUT;
+	bool shared_group = getpgrp() == getpid();
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		log_debug("cannot become a child subreaper: %s", strerror(errno));
+
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return err_set(err, ERR_IO, "pipe for kustomize's output: %s", strerror(errno));
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	sigset_t def;
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE); /* we ignore it; kustomize must not inherit that */
+	short flags = POSIX_SPAWN_SETSIGDEF;
+	posix_spawnattr_setsigdefault(&attr, &def);
+	if (!shared_group) {
+		flags |= POSIX_SPAWN_SETPGROUP;
+		posix_spawnattr_setpgroup(&attr, 0);
+	}
+	posix_spawnattr_setflags(&attr, flags);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, o->argv[0], &fa, &attr, o->argv, o->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(pfd[1]);
+	if (rc != 0) {
+		close(pfd[0]);
+		return err_set(err, ERR_CONFIG,
+		               "cannot run %s: %s: set KRMPOD_KUSTOMIZE to the kustomize binary (a "
+		               "path, or a name on PATH) or to \"kubectl kustomize\"",
+		               o->argv[0], strerror(rc));
+	}
+	log_debug("kustomize: pid %d%s", (int)pid, shared_group ? "" : " (own process group)");
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+
+	int status = 0;
+	bool pid_done = false, eof = false;
+	int failed = 0; /* 0, or why we stopped it: 1 deadline, 2 signal, 3 output limit */
+	struct err *limit_err = NULL;
+	while (!(eof && pid_done)) {
+		if (*o->cancel) {
+			failed = 2;
+			break;
+		}
+		if (now_ms() >= o->deadline_ms) {
+			failed = 1;
+			break;
+		}
+		if (!eof) {
+			struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+			if (poll(&p, 1, POLL_MS) < 0 && errno != EINTR)
+				return err_set(err, ERR_IO, "poll: %s", strerror(errno));
+			char chunk[65536];
+			ssize_t n;
+			while ((n = read(pfd[0], chunk, sizeof(chunk))) > 0) {
+				if (buf_append(out, chunk, (size_t)n, "kustomize's output",
+				               &limit_err) < 0)
+					break;
+			}
+			if (limit_err) {
+				failed = 3;
+				break;
+			}
+			if (n == 0)
+				eof = true;
+		} else {
+			usleep(10 * 1000);
+		}
+		reap(pid, o->keep, &status, &pid_done);
+	}
+	if (failed)
+		stop_all(pid, o->keep, shared_group, pfd[0], &status, &pid_done);
+	else
+		reap(pid, o->keep, &status, &pid_done);
+	close(pfd[0]);
+
+	if (failed) {
+		buf_reset(out);
+		if (failed == 3) {
+			*err = limit_err;
+			return err_wrap(err, "kustomize was stopped");
+		}
+		if (failed == 2) {
+			err_set(err, ERR_SIGNAL,
+			        "stopped by signal %d: kustomize and its functions were stopped "
+			        "and "
+			        "their pods deleted",
+			        (int)*o->cancel);
+			(*err)->signo = (int)*o->cancel;
+			return -1;
+		}
+		return err_set(
+		        err, ERR_TIMEOUT,
+		        "%s ran out: kustomize and its functions were stopped and their pods "
+		        "deleted; raise %s if the functions need longer (keep it below Argo "
+		        "CD's own timeout)",
+		        o->deadline_name, o->deadline_name);
+	}
+	if (WIFSIGNALED(status)) {
+		buf_reset(out);
+		return err_set(err, ERR_IO, "%s was killed by signal %d", o->argv[0],
+		               WTERMSIG(status));
+	}
+	if (WEXITSTATUS(status) != 0) {
+		buf_reset(out);
+		return err_set(
+		        err, ERR_IO,
+		        "%s failed with exit status %d (its messages are above); no manifests "
+		        "were printed",
+		        o->argv[0], WEXITSTATUS(status));
+	}
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* cmp_settings.h — the settings of the Argo CD plugin hooks (generate, init, discover), from
+ * the sidecar's environment (README.md, "Settings"). Like settings.h, every variable is
+ * validated and a bad value is an ERR_CONFIG error that names it. */
+#ifndef KRMPOD_CMP_SETTINGS_H
+#define KRMPOD_CMP_SETTINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct cmp_settings {
+	/* The kustomize command line, NULL-terminated: KRMPOD_KUSTOMIZE split on blanks
+	 * (default "kustomize"), then "build" unless the command is kubectl ("kubectl
+	 * kustomize"), then --enable-alpha-plugins, --network when allow_network, the words of
+	 * KRMPOD_KUSTOMIZE_FLAGS, and ".". */
+	char **kustomize_argv;
+	size_t kustomize_argc;
+	bool is_kubectl;     /* the command is kubectl, not kustomize */
+	bool allow_network;  /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
+	int64_t timeout_ms;  /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
+	char *shim_dir;      /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
+	bool prestart;       /* KRMPOD_PRESTART=true|false (default true): see prestart.h */
+	size_t prestart_max; /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */
+};
+
+int cmp_settings_load(struct cmp_settings *s, struct err **err);
+void cmp_settings_clear(struct cmp_settings *s);
+
+#endif

@@ -1,0 +1,505 @@
+/* settings.c — see settings.h. */
+#include "config/settings.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+
+int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err)
+{
+	errno = 0;
+	char *end = NULL;
+	double v = strtod(text, &end);
+	if (end == text || errno || !(v > 0))
+		goto bad;
+	double mult;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (strcmp(end, "m") == 0)
+		mult = 60000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600000;
+	else
+		goto bad;
+	double ms = v * mult;
+	if (ms < 1 || ms > 7 * 24 * 3600 * 1000.0)
+		goto bad;
+	*out_ms = (int64_t)ms;
+	return 0;
+bad:
+	return err_set(
+	        err, ERR_CONFIG,
+	        "%s=%s is not a duration: use seconds (\"90\") or a number with ms, s, m or h "
+	        "(\"500ms\", \"90s\", \"2m\"), greater than zero and at most a week",
+	        var, text);
+}
+
+int settings_check_quantity(const char *var, const char *text, struct err **err)
+{
+	/* <signedNumber><suffix>: digits with an optional fraction, then a binary (Ki..Ei),
+	 * decimal (m, k, M, G, T, P, E) or exponent (e3, E-2) suffix. Negative is refused. */
+	const char *p = text;
+	bool digits = false;
+	while (isdigit((unsigned char)*p))
+		p++, digits = true;
+	if (*p == '.') {
+		p++;
+		while (isdigit((unsigned char)*p))
+			p++, digits = true;
+	}
+	if (!digits)
+		goto bad;
+	static const char *const suffixes[] = {"",  "m",  "k",  "M",  "G",  "T",  "P",
+	                                       "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+		if (strcmp(p, suffixes[i]) == 0)
+			return 0;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p == '\0')
+			return 0;
+	}
+bad:
+	return err_set(
+	        err, ERR_CONFIG,
+	        "%s=%s is not a Kubernetes quantity: use e.g. 100m or 1 for CPU, 128Mi or 1Gi "
+	        "for memory",
+	        var, text);
+}
+
+static bool label_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+static bool dns_subdomain_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || c == '-' ||
+		      c == '.'))
+			return false;
+	}
+	return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
+int settings_check_label(const char *var, const char *key, const char *value, struct err **err)
+{
+	const char *slash = strchr(key, '/');
+	bool ok = slash ? dns_subdomain_ok(key, (size_t)(slash - key)) &&
+	                          label_name_ok(slash + 1, strlen(slash + 1))
+	                : label_name_ok(key, strlen(key));
+	if (!ok)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: \"%s\" is not a valid label key (an optional DNS prefix and \"/\", "
+		        "then up to 63 letters, digits, '-', '_' or '.', starting and ending "
+		        "with a letter or digit)",
+		        var, key);
+	if (*value && !label_name_ok(value, strlen(value)))
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: \"%s\" is not a valid value for label %s (up to 63 letters, digits, "
+		        "'-', '_' or '.', starting and ending with a letter or digit)",
+		        var, value, key);
+	if (strncmp(key, "krmpod.dev/", 11) == 0 ||
+	    strcmp(key, "app.kubernetes.io/managed-by") == 0)
+		return err_set(err, ERR_CONFIG,
+		               "%s: label %s is set by krmpod itself and cannot be overridden", var,
+		               key);
+	return 0;
+}
+
+static int parse_labels(const char *var, const char *text, struct settings *s, struct err **err)
+{
+	cleanup_free char *copy = xstrdup(text);
+	char *save = NULL;
+	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		while (isspace((unsigned char)*item))
+			item++;
+		size_t n = strlen(item);
+		while (n && isspace((unsigned char)item[n - 1]))
+			item[--n] = '\0';
+		if (n == 0)
+			continue;
+		char *eq = strchr(item, '=');
+		if (eq == NULL)
+			return err_set(err, ERR_CONFIG,
+			               "%s: \"%s\" is not key=value (use k1=v1,k2=v2)", var, item);
+		*eq = '\0';
+		if (settings_check_label(var, item, eq + 1, err) < 0)
+			return -1;
+		s->labels = xrealloc(s->labels, (s->n_labels + 1) * sizeof(*s->labels));
+		s->labels[s->n_labels].key = xstrdup(item);
+		s->labels[s->n_labels].value = xstrdup(eq + 1);
+		s->n_labels++;
+	}
+	return 0;
+}
+
+/* The environment settings are read from (settings_load_env). */
+struct envr {
+	char *const *envp;
+};
+
+/* Returns the variable's value in e, or NULL when unset or empty. */
+static const char *env(const struct envr *e, const char *name)
+{
+	size_t n = strlen(name);
+	for (char *const *p = e->envp; p && *p; p++)
+		if (strncmp(*p, name, n) == 0 && (*p)[n] == '=')
+			return (*p)[n + 1] ? *p + n + 1 : NULL;
+	return NULL;
+}
+
+static int load_duration(const struct envr *e, const char *var, int64_t def_ms, int64_t *out,
+                         struct err **err)
+{
+	const char *v = env(e, var);
+	if (v == NULL) {
+		*out = def_ms;
+		return 0;
+	}
+	return settings_parse_duration(var, v, out, err);
+}
+
+static int load_quantity(const struct envr *e, const char *var, const char *def, char **out,
+                         unsigned bit, unsigned *set, struct err **err)
+{
+	const char *v = env(e, var);
+	if (v)
+		*set |= bit;
+	if (v && settings_check_quantity(var, v, err) < 0)
+		return -1;
+	*out = xstrdup(v ? v : def);
+	return 0;
+}
+
+static int load_dns_label(const struct envr *e, const char *var, char **out, struct err **err)
+{
+	const char *v = env(e, var);
+	if (v == NULL)
+		return 0;
+	size_t n = strlen(v);
+	bool ok = n <= 63 && isalnum((unsigned char)v[0]) && isalnum((unsigned char)v[n - 1]);
+	for (size_t i = 0; ok && i < n; i++)
+		ok = islower((unsigned char)v[i]) || isdigit((unsigned char)v[i]) || v[i] == '-';
+	if (!ok)
+		return err_set(err, ERR_CONFIG,
+		               "%s=%s is not a valid namespace name (lowercase letters, digits and "
+		               "'-', at most 63)",
+		               var, v);
+	*out = xstrdup(v);
+	return 0;
+}
+
+int settings_parse_bool(const char *var, const char *text, bool *out, struct err **err)
+{
+	static const char *yes[] = {"true", "1", "yes"}, *no[] = {"false", "0", "no"};
+	for (size_t i = 0; i < 3; i++) {
+		if (strcasecmp(text, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(text, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return err_set(err, ERR_CONFIG, "%s=%s is not a boolean: use true or false", var, text);
+}
+
+int settings_parse_size(const char *var, const char *text, int64_t *out, struct err **err)
+{
+	static const struct {
+		const char *suffix;
+		int64_t mult;
+	} units[] = {{"Ki", 1LL << 10},
+	             {"Mi", 1LL << 20},
+	             {"Gi", 1LL << 30},
+	             {"k", 1000},
+	             {"M", 1000000},
+	             {"G", 1000000000},
+	             {"", 1}};
+	char *end = NULL;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno == 0 && end != text && v > 0) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			if (strcmp(end, units[i].suffix) == 0 && v <= INT64_MAX / units[i].mult) {
+				*out = v * units[i].mult;
+				return 0;
+			}
+		}
+	}
+	return err_set(err, ERR_CONFIG,
+	               "%s=%s is not a size: use bytes or a number with Ki, Mi, Gi (or k, M, G), "
+	               "e.g. 64Mi",
+	               var, text);
+}
+
+int settings_quantity_value(const char *text, double *out)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {{"", 1},
+	             {"m", 1e-3},
+	             {"k", 1e3},
+	             {"M", 1e6},
+	             {"G", 1e9},
+	             {"T", 1e12},
+	             {"P", 1e15},
+	             {"E", 1e18},
+	             {"Ki", 1024.0},
+	             {"Mi", 1048576.0},
+	             {"Gi", 1073741824.0},
+	             {"Ti", 1099511627776.0},
+	             {"Pi", 1125899906842624.0},
+	             {"Ei", 1152921504606846976.0}};
+	if (settings_check_quantity("quantity", text, NULL) < 0)
+		return -1;
+	char *end = NULL;
+	double v = strtod(text, &end); /* also takes an exponent suffix (1e3) */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0) {
+			*out = v * units[i].mult;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int settings_check_override(const struct settings *s, const char *what, const char *annotation,
+                            const char *value, struct err **err)
+{
+	bool cpu = strcmp(annotation, ANNOTATION_CPU_LIMIT) == 0;
+	const char *max = cpu ? s->max_cpu_limit : s->max_memory_limit;
+	const char *max_var = cpu ? "KRMPOD_MAX_CPU_LIMIT" : "KRMPOD_MAX_MEMORY_LIMIT";
+	double v, m;
+	if (settings_quantity_value(value, &v) < 0 || v <= 0)
+		return err_set(err, ERR_CONFIG, "%s: %s=%s is not a resource quantity (e.g. %s)",
+		               what, annotation, value, cpu ? "2 or 500m" : "1Gi");
+	if (settings_quantity_value(max, &m) == 0 && v > m)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: %s=%s is above the cluster admin's maximum %s=%s: ask for less, "
+		        "or ask the admin to raise %s",
+		        what, annotation, value, max_var, max, max_var);
+	return 0;
+}
+
+/* Lowers a request to its limit when the limit went below it. */
+static void clamp_request(char **request, const char *limit)
+{
+	double r, l;
+	if (settings_quantity_value(*request, &r) == 0 && settings_quantity_value(limit, &l) == 0 &&
+	    r > l) {
+		free(*request);
+		*request = xstrdup(limit);
+	}
+}
+
+int settings_apply_overrides(struct settings *s, const char *image, struct err **err)
+{
+	if (s->fn_overrides == NULL)
+		return 0;
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (buf_read_file(s->fn_overrides, 1u << 20, "KRMPOD_FN_OVERRIDES file", ERR_CONFIG, &text,
+	                  &len, err) < 0)
+		return -1;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[3] = {line, NULL, NULL};
+		for (int i = 1; i < 3 && f[i - 1]; i++) {
+			char *tab = strchr(f[i - 1], '\t');
+			if (tab) {
+				*tab = '\0';
+				f[i] = tab + 1;
+			}
+		}
+		if (f[2] == NULL || strcmp(f[0], image) != 0)
+			continue;
+		cleanup_free char *what = xasprintf("function %s", image);
+		if (*f[1]) {
+			if (settings_check_override(s, what, ANNOTATION_CPU_LIMIT, f[1], err) < 0)
+				return -1;
+			free(s->cpu_limit);
+			s->cpu_limit = xstrdup(f[1]);
+			clamp_request(&s->cpu_request, s->cpu_limit);
+		}
+		if (*f[2]) {
+			if (settings_check_override(s, what, ANNOTATION_MEMORY_LIMIT, f[2], err) <
+			    0)
+				return -1;
+			free(s->memory_limit);
+			s->memory_limit = xstrdup(f[2]);
+			clamp_request(&s->memory_request, s->memory_limit);
+		}
+	}
+	return 0;
+}
+
+/* KRMPOD_DEADLINE_MS: set by `krmpod generate` for the shims it runs, so that no function
+ * (and no pod's activeDeadlineSeconds) outlives generate's own deadline. */
+static int apply_deadline(const struct envr *e, struct settings *s, struct err **err)
+{
+	const char *v = env(e, "KRMPOD_DEADLINE_MS");
+	if (v == NULL)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long deadline = strtoll(v, &end, 10);
+	if (errno || end == v || *end != '\0' || deadline <= 0)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_DEADLINE_MS=%s is not a time in ms since the epoch (krmpod "
+		               "generate sets it; unset it when running the shim by hand)",
+		               v);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (deadline - now <= 0)
+		return err_set(err, ERR_TIMEOUT,
+		               "generate's deadline (KRMPOD_GENERATE_TIMEOUT) passed before this "
+		               "function could start");
+	if (deadline - now < s->timeout_ms)
+		s->timeout_ms = deadline - now;
+	if (s->start_timeout_ms > s->timeout_ms)
+		s->start_timeout_ms = s->timeout_ms;
+	return 0;
+}
+
+extern char **environ;
+
+int settings_load(struct settings *s, struct err **err)
+{
+	return settings_load_env(s, environ, err);
+}
+
+int settings_load_env(struct settings *s, char *const *envp, struct err **err)
+{
+	const struct envr envr = {envp}, *e = &envr;
+	memset(s, 0, sizeof(*s));
+	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
+	    load_duration(e, "KRMPOD_START_TIMEOUT", 120000, &s->start_timeout_ms, err) < 0 ||
+	    load_duration(e, "KRMPOD_TIMEOUT", 300000, &s->timeout_ms, err) < 0 ||
+	    load_quantity(e, "KRMPOD_CPU_REQUEST", "100m", &s->cpu_request,
+	                  SETTINGS_SET_CPU_REQUEST, &s->resources_set, err) < 0 ||
+	    load_quantity(e, "KRMPOD_CPU_LIMIT", "1", &s->cpu_limit, SETTINGS_SET_CPU_LIMIT,
+	                  &s->resources_set, err) < 0 ||
+	    load_quantity(e, "KRMPOD_MEMORY_REQUEST", "64Mi", &s->memory_request,
+	                  SETTINGS_SET_MEMORY_REQUEST, &s->resources_set, err) < 0 ||
+	    load_quantity(e, "KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit,
+	                  SETTINGS_SET_MEMORY_LIMIT, &s->resources_set, err) < 0)
+		goto fail;
+	const char *labels = env(e, "KRMPOD_EXTRA_LABELS");
+	if (labels && parse_labels("KRMPOD_EXTRA_LABELS", labels, s, err) < 0)
+		goto fail;
+	const char *owner = env(e, "KRMPOD_OWNER_POD"), *uid = env(e, "KRMPOD_OWNER_UID");
+	if ((owner == NULL) != (uid == NULL)) {
+		err_set(err, ERR_CONFIG,
+		        "%s is set but %s is not: set both (from the downward API: metadata.name "
+		        "and "
+		        "metadata.uid) or neither",
+		        owner ? "KRMPOD_OWNER_POD" : "KRMPOD_OWNER_UID",
+		        owner ? "KRMPOD_OWNER_UID" : "KRMPOD_OWNER_POD");
+		goto fail;
+	}
+	if (owner) {
+		s->owner_pod = xstrdup(owner);
+		s->owner_uid = xstrdup(uid);
+	}
+	if (load_dns_label(e, "KRMPOD_OWNER_NAMESPACE", &s->owner_namespace, err) < 0)
+		goto fail;
+	if (apply_deadline(e, s, err) < 0)
+		goto fail;
+	const char *net = env(e, "KRMPOD_ALLOW_NETWORK");
+	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
+		goto fail;
+	if (load_quantity(e, "KRMPOD_MAX_CPU_LIMIT", s->cpu_limit, &s->max_cpu_limit, 0,
+	                  &s->resources_set, err) < 0 ||
+	    load_quantity(e, "KRMPOD_MAX_MEMORY_LIMIT", s->memory_limit, &s->max_memory_limit, 0,
+	                  &s->resources_set, err) < 0)
+		goto fail;
+	const char *ovr = env(e, "KRMPOD_FN_OVERRIDES");
+	if (ovr)
+		s->fn_overrides = xstrdup(ovr);
+	const char *pre = env(e, "KRMPOD_PRESTART_DIR");
+	if (pre)
+		s->prestart_dir = xstrdup(pre);
+	const char *tmpl = env(e, "KRMPOD_POD_TEMPLATE");
+	if (tmpl)
+		s->pod_template = xstrdup(tmpl);
+	const char *helper = env(e, "KRMPOD_HELPER_IMAGE");
+	if (helper)
+		s->helper_image = xstrdup(helper);
+	const char *mmax = env(e, "KRMPOD_MOUNT_MAX_BYTES");
+	s->mount_max_bytes = 64LL << 20;
+	if (mmax &&
+	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
+		goto fail;
+	if (s->start_timeout_ms > s->timeout_ms && env(e, "KRMPOD_START_TIMEOUT") == NULL) {
+		s->start_timeout_ms =
+		        s->timeout_ms; /* the default start timeout fits the overall one */
+	} else if (s->start_timeout_ms > s->timeout_ms) {
+		err_set(err, ERR_CONFIG,
+		        "KRMPOD_START_TIMEOUT (%lld ms) is longer than KRMPOD_TIMEOUT (%lld ms): "
+		        "the "
+		        "start timeout must fit in the overall timeout",
+		        (long long)s->start_timeout_ms, (long long)s->timeout_ms);
+		goto fail;
+	}
+	return 0;
+fail:
+	settings_clear(s);
+	return -1;
+}
+
+void settings_clear(struct settings *s)
+{
+	free(s->namespace);
+	free(s->cpu_request);
+	free(s->cpu_limit);
+	free(s->memory_request);
+	free(s->memory_limit);
+	for (size_t i = 0; i < s->n_labels; i++) {
+		free(s->labels[i].key);
+		free(s->labels[i].value);
+	}
+	free(s->labels);
+	free(s->owner_pod);
+	free(s->owner_uid);
+	free(s->owner_namespace);
+	free(s->pod_template);
+	free(s->helper_image);
+	json_free(s->template_doc);
+	free(s->max_cpu_limit);
+	free(s->max_memory_limit);
+	free(s->fn_overrides);
+	free(s->prestart_dir);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,114 @@
+/* settings.h — krmpod's settings from the environment (documented in README.md, "Settings").
+ * Every variable is validated; a bad value is an ERR_CONFIG error naming the variable, its
+ * value and the expected form. */
+#ifndef KRMPOD_SETTINGS_H
+#define KRMPOD_SETTINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/json.h"
+
+struct label {
+	char *key;
+	char *value;
+};
+
+struct settings {
+	char *namespace;          /* KRMPOD_NAMESPACE, or NULL: use the config's namespace */
+	int64_t start_timeout_ms; /* KRMPOD_START_TIMEOUT (default 120s) */
+	int64_t timeout_ms;       /* KRMPOD_TIMEOUT: whole function run (default 300s) */
+	char *cpu_request;        /* KRMPOD_CPU_REQUEST (default 100m) */
+	char *cpu_limit;          /* KRMPOD_CPU_LIMIT (default 1) */
+	char *memory_request;     /* KRMPOD_MEMORY_REQUEST (default 64Mi) */
+	char *memory_limit;       /* KRMPOD_MEMORY_LIMIT (default 512Mi) */
+	struct label *labels;     /* KRMPOD_EXTRA_LABELS "k=v,k2=v2" */
+	size_t n_labels;
+	char *owner_pod; /* KRMPOD_OWNER_POD (downward API metadata.name) */
+	char *owner_uid; /* KRMPOD_OWNER_UID (downward API metadata.uid) */
+	/* KRMPOD_OWNER_NAMESPACE (downward API metadata.namespace), or NULL. Kubernetes resolves
+	 * an ownerReference in the dependent's own namespace only: an owner in another namespace
+	 * counts as missing and the garbage collector deletes the dependent at once. So the
+	 * reference is added only when this is unset or equals the functions namespace. */
+	char *owner_namespace;
+	/* KRMPOD_ALLOW_NETWORK=true|false (default false): whether a function whose config asks
+	 * for network (`docker run --network host`) may run, with the network-granted label. */
+	bool allow_network;
+	/* KRMPOD_POD_TEMPLATE: the name of a PodTemplate in the functions namespace, or (when it
+	 * contains a '/') the path of a YAML file holding a PodTemplate or a pod template spec;
+	 * NULL when unset. */
+	char *pod_template;
+	/* KRMPOD_HELPER_IMAGE: the image (krmpod's own, the sidecar image) of the init container
+	 * that receives a function's mounts; NULL when unset (mounts then fail clearly). */
+	char *helper_image;
+	/* KRMPOD_MOUNT_MAX_BYTES (default 64Mi): cap on the bytes of one function's mounts. */
+	int64_t mount_max_bytes;
+	/* Which resources came from KRMPOD_* variables (SETTINGS_SET_*): a PodTemplate's
+	 * resources are defaults for the others. */
+	unsigned resources_set;
+	/* The loaded PodTemplate (pod_template.h): the document, owned, and its template part
+	 * ({metadata, spec}) within it; NULL without KRMPOD_POD_TEMPLATE. */
+	struct json *template_doc;
+	const struct json *template;
+	/* KRMPOD_MAX_CPU_LIMIT / KRMPOD_MAX_MEMORY_LIMIT: the most a function config may ask
+	 * for with the krmpod.dev/cpu-limit and krmpod.dev/memory-limit annotations (default:
+	 * the limits above, so nothing can be raised until the admin sets a maximum). */
+	char *max_cpu_limit;
+	char *max_memory_limit;
+	/* KRMPOD_FN_OVERRIDES: a file `krmpod generate` writes with the per-function
+	 * annotations it found (image TAB cpu TAB memory per line); NULL when unset. */
+	char *fn_overrides;
+	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (prestart.h);
+	 * NULL when unset. */
+	char *prestart_dir;
+};
+
+#define SETTINGS_SET_CPU_REQUEST    1u
+#define SETTINGS_SET_CPU_LIMIT      2u
+#define SETTINGS_SET_MEMORY_REQUEST 4u
+#define SETTINGS_SET_MEMORY_LIMIT   8u
+
+/* Reads all settings from the environment array envp (NAME=VALUE strings, NULL-terminated).
+ * On failure *s is cleared. The function-run settings are resolved from this through
+ * fn_config.h, never read piecemeal. */
+int settings_load_env(struct settings *s, char *const *envp, struct err **err);
+
+/* settings_load_env() on the process environment. */
+int settings_load(struct settings *s, struct err **err);
+void settings_clear(struct settings *s);
+
+/* Parses a duration: "90" (seconds), "500ms", "90s", "2m", "1h"; > 0. `var` names the
+ * variable for the error. */
+int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err);
+
+/* Parses a boolean setting: true/false/1/0/yes/no (any case). */
+int settings_parse_bool(const char *var, const char *text, bool *out, struct err **err);
+
+/* Parses a size in bytes: "1048576", "64Mi", "1Gi", "500k", "10M" (binary Ki/Mi/Gi and
+ * decimal k/M/G suffixes); > 0. */
+int settings_parse_size(const char *var, const char *text, int64_t *out, struct err **err);
+
+/* The value of a quantity in base units (cores, bytes): "500m" → 0.5, "1Gi" → 2^30. */
+int settings_quantity_value(const char *text, double *out);
+
+/* Applies the per-function resource overrides recorded for `image` in s->fn_overrides,
+ * checked against the maxima (a request above its new limit is lowered to it). */
+int settings_apply_overrides(struct settings *s, const char *image, struct err **err);
+
+/* Checks one override value against its maximum; `what` names the annotation's source. */
+int settings_check_override(const struct settings *s, const char *what, const char *annotation,
+                            const char *value, struct err **err);
+
+#define ANNOTATION_CPU_LIMIT    "krmpod.dev/cpu-limit"
+#define ANNOTATION_MEMORY_LIMIT "krmpod.dev/memory-limit"
+
+/* Checks a Kubernetes resource quantity ("100m", "1", "0.5", "512Mi", "1G", "1e3"). */
+int settings_check_quantity(const char *var, const char *text, struct err **err);
+
+/* Checks a label key (optional DNS-subdomain prefix + "/" + name of ≤ 63 chars) and value
+ * (≤ 63 chars, alnum at both ends, [-_.] inside, may be empty). */
+int settings_check_label(const char *var, const char *key, const char *value, struct err **err);
+
+#endif

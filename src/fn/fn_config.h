@@ -1,0 +1,49 @@
+/* fn_config.h — the function-run settings, resolved in one place.
+ *
+ * Everything that decides a function's pod — its namespace, ownerReference, labels,
+ * resources, PodTemplate and so the prestart key — is resolved here and nowhere else, from
+ * an environment array. The shim resolves from its own environment; `krmpod generate`'s
+ * prestart resolves from the very environment it hands kustomize, which kustomize passes
+ * on to the shims. So a prestarted pod and the pod a shim would create come from the same
+ * function on the same input: their keys match by construction. doctor and gc take their
+ * namespace from here too.
+ *
+ * The rules:
+ *  - namespace: KRMPOD_NAMESPACE, else the kubeconfig context's (or in-cluster) namespace,
+ *    else "default". Always set in out->namespace.
+ *  - owner: KRMPOD_OWNER_POD/UID are kept only when KRMPOD_OWNER_NAMESPACE is unset or is
+ *    that namespace. Kubernetes resolves an ownerReference in the dependent's namespace
+ *    only: a pod whose owner lives elsewhere is garbage-collected at once (event
+ *    OwnerRefInvalidNamespace). The shipped install (repo-server in argocd, functions in
+ *    krmpod-functions) is exactly that case.
+ *  - per request: the network rule (KRMPOD_ALLOW_NETWORK), the PodTemplate
+ *    (KRMPOD_POD_TEMPLATE: a file, or a name read with one GET), and the per-function
+ *    resource limits recorded for the image (KRMPOD_FN_OVERRIDES).
+ */
+#ifndef KRMPOD_FN_CONFIG_H
+#define KRMPOD_FN_CONFIG_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "config/fn_request.h"
+#include "config/settings.h"
+#include "kube/kubeconfig.h"
+
+/* The settings every function shares: loaded from envp with the namespace and owner rules
+ * applied. No I/O. On failure *out is cleared. */
+int fn_config_base(char *const *envp, const struct kube_config *cfg, struct settings *out,
+                   struct err **err);
+
+/* The settings for running req: fn_config_base(), then the network rule (ERR_USAGE naming
+ * the image and KRMPOD_ALLOW_NETWORK), the PodTemplate and the image's resource limits.
+ * On failure *out is cleared. */
+int fn_config_resolve(char *const *envp, struct kube_config *cfg, const struct fn_request *req,
+                      struct settings *out, struct err **err);
+
+/* The identity of the pod req runs in under s (resolved above): FNV-1a 64 of its canonical
+ * pod spec, env sorted by name, without activeDeadlineSeconds (which follows the clock).
+ * Prestart offers pods under this key and a shim claims by it. */
+uint64_t fn_config_key(const struct fn_request *req, const struct settings *s);
+
+#endif

@@ -1,0 +1,337 @@
+/* prestart.c — see prestart.h. */
+#include "fn/prestart.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/fdio.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/signals.h"
+#include "base/xalloc.h"
+#include "fn/fn_config.h"
+#include "kube/kube_http.h"
+#include "pod/pod_spec.h"
+#include "shim/docker_args.h"
+
+/* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
+ * being made (a pending.KEY.N marker exists). */
+static char *claim_once(const char *dir, uint64_t key, bool *pending)
+{
+	char prefix[24], marker[40];
+	snprintf(prefix, sizeof(prefix), "%016llx.", (unsigned long long)key);
+	snprintf(marker, sizeof(marker), "pending.%016llx.", (unsigned long long)key);
+	*pending = false;
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return NULL;
+	char *pod = NULL;
+	struct dirent *e;
+	while (pod == NULL && (e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, marker, strlen(marker)) == 0)
+			*pending = true;
+		if (strncmp(e->d_name, prefix, 17) != 0)
+			continue;
+		cleanup_free char *from = xasprintf("%s/%s", dir, e->d_name);
+		cleanup_free char *to = xasprintf("%s/claimed/%s", dir, e->d_name);
+		if (rename(from, to) == 0)
+			pod = xstrdup(e->d_name + 17);
+		/* ENOENT: another shim was faster; look on */
+	}
+	closedir(d);
+	return pod;
+}
+
+char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel)
+{
+	/* An offer for this key still being created is worth a short wait: it was started
+	 * earlier than any pod this shim could create now. */
+	int64_t until = now_ms() + PRESTART_WAIT_MS;
+	for (;;) {
+		bool pending;
+		char *pod = claim_once(dir, key, &pending);
+		if (pod || !pending || now_ms() >= until || (cancel && *cancel))
+			return pod;
+		usleep(10 * 1000);
+	}
+}
+
+struct offer {
+	char *body; /* the pod as JSON */
+	size_t len;
+	uint64_t key;
+	char *image;
+	char *pod; /* its name, once created */
+};
+
+struct prestart {
+	char *dir;
+	char *ns;
+	struct kube_config *cfg; /* borrowed from generate */
+	struct offer *offers;
+	size_t n;
+	pid_t janitor; /* the child that creates the pods and deletes the unclaimed ones */
+	int pipe_w;    /* closing it (or dying) tells the janitor to clean up */
+	int64_t t0;
+};
+
+/* The argv kustomize builds for a function config (../shared/design.md §3.1), after `run`. */
+static int request_for(const struct kfn *f, bool network, char *const *environ_,
+                       struct fn_request *req, struct err **err)
+{
+	size_t max = 20 + 2 * f->n_envs;
+	const char **argv = xcalloc(max, sizeof(char *));
+	size_t n = 0;
+	static const char *head[] = {"--rm",   "-i", "-a",     "STDIN",    "-a",
+	                             "STDOUT", "-a", "STDERR", "--network"};
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		argv[n++] = head[i];
+	argv[n++] = network ? "host" : "none";
+	argv[n++] = "--user";
+	argv[n++] = "nobody";
+	argv[n++] = "--security-opt=no-new-privileges";
+	argv[n++] = "-e";
+	argv[n++] = "LOG_TO_STDERR=true";
+	argv[n++] = "-e";
+	argv[n++] = "STRUCTURED_RESULTS=true";
+	for (size_t i = 0; i < f->n_envs; i++) {
+		argv[n++] = "-e";
+		argv[n++] = f->envs[i];
+	}
+	argv[n++] = f->image;
+	int rc = docker_args_parse((int)n, (char *const *)argv, environ_, req, err);
+	free(argv);
+	return rc;
+}
+
+/* The marker saying offer i is still being made. */
+static char *pending_marker(const struct prestart *p, size_t i)
+{
+	return xasprintf("%s/pending.%016llx.%zu", p->dir, (unsigned long long)p->offers[i].key, i);
+}
+
+/* True once generate closed its end of the pipe (done, or dead). */
+static bool parent_done(int fd, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return poll(&p, 1, timeout_ms) > 0;
+}
+
+/* The janitor, a child of generate in generate's process group: creates the pods, offers
+ * them, and when generate is done (its pipe closes), or dies, or the group gets SIGTERM at
+ * Argo CD's deadline, deletes every pod nobody claimed. Never returns. */
+static void janitor_main(struct prestart *p, int pipe_r)
+{
+	log_set_role("prestart");
+	struct kube_client *c = NULL;
+	cleanup_err struct err *e = NULL;
+	if (kube_client_new(p->cfg, &c, &e) < 0) {
+		log_warn("%s", e->msg);
+		_exit(1);
+	}
+	unsigned created = 0, claimed = 0, deleted = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		cleanup_free char *m = pending_marker(p, i);
+		int fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
+	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
+		struct offer *o = &p->offers[i];
+		cleanup_free char *marker = pending_marker(p, i);
+		cleanup_json struct json *pod = NULL;
+		cleanup_err struct err *ce = NULL;
+		log_debug("pod spec: %s", o->body);
+		if (kube_pod_create(c, p->ns, o->body, o->len, &pod, &ce) < 0) {
+			/* Not fatal: the shim will create its own and report what is wrong. */
+			log_debug("%s: %s", o->image, ce->msg);
+			unlink(marker);
+			if (ce->http_status == 403 && strstr(ce->msg, "exceeded quota")) {
+				/* Prestart must not take the room other renders need. */
+				log_info("the namespace's ResourceQuota is full: no more pods "
+				         "started "
+				         "ahead");
+				break;
+			}
+			continue;
+		}
+		created++;
+		o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
+		cleanup_free char *file =
+		        xasprintf("%s/%016llx.%s", p->dir, (unsigned long long)o->key, o->pod);
+		int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		unlink(marker);
+		log_debug("pod %s for %s offered", o->pod, o->image);
+	}
+	for (size_t i = 0; i < p->n; i++) { /* offers never made */
+		cleanup_free char *m = pending_marker(p, i);
+		unlink(m);
+	}
+	while (!signals_cancel && !parent_done(pipe_r, 1000))
+		;
+	/* Clean up: not cancellable, but bounded. */
+	kube_client_set_cancel(c, NULL);
+	kube_client_set_deadline(c, now_ms() + 3000);
+	for (size_t i = 0; i < p->n; i++) {
+		struct offer *o = &p->offers[i];
+		if (o->pod == NULL)
+			continue;
+		cleanup_free char *file =
+		        xasprintf("%s/%016llx.%s", p->dir, (unsigned long long)o->key, o->pod);
+		if (unlink(file) < 0) {
+			claimed++; /* a shim renamed it away: the pod is the shim's to delete */
+			continue;
+		}
+		cleanup_err struct err *de = NULL;
+		if (kube_pod_delete(c, p->ns, o->pod, &de) < 0)
+			log_warn("delete unclaimed pod %s/%s: %s", p->ns, o->pod, de->msg);
+		else
+			deleted++;
+	}
+	if (created)
+		log_info("%u pods started ahead in %lld ms, %u claimed, %u unclaimed deleted",
+		         created, (long long)(now_ms() - p->t0), claimed, deleted);
+	kube_client_free(c);
+	_exit(0);
+}
+
+int prestart_new(struct prestart **out, struct err **err)
+{
+	struct prestart *p = xcalloc(1, sizeof(*p));
+	p->t0 = now_ms();
+	if (tmp_dir_make("krmpod-prestart", "the pods started ahead", &p->dir, err) < 0) {
+		prestart_end(p);
+		return -1;
+	}
+	cleanup_free char *claimed = xasprintf("%s/claimed", p->dir);
+	if (mkdir(claimed, 0700) < 0) {
+		err_set(err, ERR_IO, "prestart: cannot make %s: %s (set TMPDIR)", claimed,
+		        strerror(errno));
+		prestart_end(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+const char *prestart_dir(const struct prestart *p)
+{
+	return p ? p->dir : NULL;
+}
+
+/* Builds the offer for function f, resolved exactly as its shim will resolve it: the same
+ * parser on the argv kustomize builds, the same fn_config_resolve() on the environment the
+ * shim will get. Returns 0 when f is not prestarted (said at debug level). */
+static int make_offer(struct prestart *p, const struct kfn *f, bool allow_network,
+                      char *const *shim_env, struct offer *o)
+{
+	struct fn_request req = {0};
+	struct settings s = {0};
+	cleanup_err struct err *e = NULL;
+	if (request_for(f, f->network && allow_network, shim_env, &req, &e) < 0 ||
+	    fn_config_resolve(shim_env, p->cfg, &req, &s, &e) < 0) {
+		log_debug("prestart: %s: not prestarted: %s", f->where, e->msg);
+		fn_request_clear(&req);
+		return 0;
+	}
+	if (p->ns == NULL)
+		p->ns = xstrdup(s.namespace);
+	o->key = fn_config_key(&req, &s);
+	o->image = xstrdup(f->image);
+	struct buf b;
+	buf_init(&b, 0);
+	pod_spec_build(&req, &s, &b);
+	o->body = buf_steal(&b, &o->len);
+	settings_clear(&s);
+	fn_request_clear(&req);
+	return 1;
+}
+
+int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t max,
+                   bool allow_network, char *const *shim_env, struct kube_config *cfg,
+                   struct err **err)
+{
+	p->cfg = cfg;
+	p->offers = xcalloc(n ? n : 1, sizeof(*p->offers));
+	for (size_t i = 0; i < n && p->n < max; i++) {
+		const struct kfn *f = &fns[i];
+		if (f->has_mounts || (f->network && !allow_network))
+			continue;
+		p->n += (size_t)make_offer(p, f, allow_network, shim_env, &p->offers[p->n]);
+	}
+	if (p->n == 0)
+		return 0;
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return err_set(err, ERR_IO, "prestart: pipe: %s", strerror(errno));
+	fflush(NULL);
+	p->janitor = fork();
+	if (p->janitor == 0) {
+		close(pfd[1]);
+		janitor_main(p, pfd[0]);
+	}
+	close(pfd[0]);
+	p->pipe_w = pfd[1];
+	if (p->janitor < 0) {
+		close(p->pipe_w);
+		p->janitor = 0;
+		return err_set(err, ERR_IO, "prestart: fork: %s", strerror(errno));
+	}
+	return 0;
+}
+
+pid_t prestart_janitor(const struct prestart *p)
+{
+	return p ? p->janitor : 0;
+}
+
+void prestart_end(struct prestart *p)
+{
+	if (p == NULL)
+		return;
+	if (p->janitor > 0) {
+		close(p->pipe_w); /* the janitor deletes what nobody claimed, then exits */
+		while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->offers[i].body);
+		free(p->offers[i].image);
+		free(p->offers[i].pod);
+	}
+	if (p->dir) {
+		/* Claimed markers are all that can be left. */
+		cleanup_free char *claimed_dir = xasprintf("%s/claimed", p->dir);
+		DIR *d = opendir(claimed_dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			cleanup_free char *f = xasprintf("%s/%s", claimed_dir, e->d_name);
+			unlink(f);
+		}
+		if (d)
+			closedir(d);
+		rmdir(claimed_dir);
+		rmdir(p->dir);
+	}
+	free(p->dir);
+	free(p->ns);
+	free(p->offers);
+	free(p);
+}

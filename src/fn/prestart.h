@@ -1,0 +1,65 @@
+/* prestart.h — hiding pod-start latency (../shared/design.md §5, lever 1).
+ *
+ * kustomize runs functions one after another, so N functions cost N pod starts. Before
+ * kustomize runs, `krmpod generate` reads the function configs of the tree, builds for each
+ * the request kustomize's `docker run` will make (the same parser, docker_args.c, on the
+ * argv kustomize would build), and a child process creates those pods, all at once.
+ * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR) as a file named
+ * KEY.POD, where KEY is fn_config_key() of its request. A shim computes the key of the
+ * request it was given and claims a matching pod by rename(2)ing its file into claimed/
+ * (atomic: two shims never get the same pod); with no match it creates its own pod as
+ * always. The key covers the whole pod spec except activeDeadlineSeconds, so a claimed pod is
+ * exactly the pod the shim would have created. When kustomize is done, generate deletes
+ * every pod nobody claimed.
+ *
+ * Not prestarted: functions with mounts (their files travel after the pod exists, per
+ * shim), functions past the first `max` (KRMPOD_PRESTART_MAX), and any once the namespace's
+ * ResourceQuota refuses a pod (prestart must not take the room other renders need). */
+#ifndef KRMPOD_PRESTART_H
+#define KRMPOD_PRESTART_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "cmp/kustomization.h"
+#include "config/fn_request.h"
+#include "config/settings.h"
+#include "kube/kubeconfig.h"
+
+/* How long a shim waits for an offer for its key that is still being created. */
+#define PRESTART_WAIT_MS 3000
+
+/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. Waits
+ * up to PRESTART_WAIT_MS while an offer for key is still being created, unless *cancel. */
+char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel);
+
+struct prestart;
+
+/* generate side, first step: makes the offer directory under TMPDIR (fdio.h), which
+ * generate hands the shims as KRMPOD_PRESTART_DIR. */
+int prestart_new(struct prestart **out, struct err **err);
+
+/* The offer directory. */
+const char *prestart_dir(const struct prestart *p);
+
+/* Forks the janitor (a child in generate's process group, so Argo CD's group SIGTERM
+ * reaches it even after generate was SIGKILLed; it also notices generate's death by its
+ * pipe), which creates the pods for fns and offers them. Each pod is resolved with
+ * fn_config_resolve() on shim_env, the environment kustomize will run the shims with, so
+ * its key is the one the shim computes. `allow_network` is what generate tells kustomize
+ * (--network); cfg is borrowed until prestart_end(). A function that cannot be resolved is
+ * simply not prestarted: its shim reports the problem. */
+int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t max,
+                   bool allow_network, char *const *shim_env, struct kube_config *cfg,
+                   struct err **err);
+
+/* Tells the janitor to delete every pod nobody claimed, waits for it, removes the directory.
+ * NULL is fine. */
+void prestart_end(struct prestart *p);
+
+/* The janitor's pid (0 without one): kustomize_run must not wait for it. */
+pid_t prestart_janitor(const struct prestart *p);
+
+#endif

@@ -1,0 +1,582 @@
+/* kube_stream.c — see kube_stream.h and docs/internals/attach-framing.md.
+ *
+ * One lws_context per stream, client only, with the TLS material handed over in memory.
+ * The main thread runs lws_service(); a 50 ms timer (lws_sul) wakes it so cancellation and
+ * deadlines are noticed even when the connection is idle. stdin is read by a small thread
+ * into a single-slot buffer (so at most one chunk of LIMIT_STDIN_CHUNK is held) that the
+ * service loop sends when the socket is writable; lws_cancel_service() wakes the loop when
+ * a chunk is ready.
+ */
+#include "kube/kube_stream.h"
+
+#include <errno.h>
+#include <libwebsockets.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/fdio.h"
+#include "base/log.h"
+#include "base/size_limits.h"
+#include "base/xalloc.h"
+#include "kube/kube_http.h"
+#include "kube/ws_frame.h"
+
+#define PROTOCOL "v5.channel.k8s.io"
+#define TICK_US  (50 * LWS_US_PER_MS)
+/* Longest wait for GET /version after a refused upgrade (within the stream's deadline). */
+#define VERSION_READ_MS 5000
+
+struct kube_stream {
+	struct kube_config *cfg;
+	struct kube_stream_opts o;
+	struct lws_context *ctx;
+	struct lws *wsi;
+	lws_sorted_usec_list_t tick;
+	char *token;
+	/* The client key, NUL-terminated twice: lws hands mbedTLS key_mem_len - 1 bytes, and
+	 * mbedTLS's PEM parser needs the terminating NUL inside the length it is given. */
+	char *key_copy;
+	size_t key_copy_len;
+	char *host, *port_s;
+
+	/* connection state (service thread only) */
+	bool established, failed, closed, peer_closed;
+	int http_status;
+	char fail_reason[256];
+	struct ws_demux demux;
+	struct err *io_err; /* a failure inside a callback */
+
+	/* stdin: single slot filled by the reader thread */
+	pthread_t reader;
+	bool reader_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned char *slot; /* LWS_PRE + 1 + LIMIT_STDIN_CHUNK */
+	size_t slot_len;     /* payload bytes in the slot; 0 = empty */
+	bool slot_full;
+	bool in_eof; /* reader saw EOF (after the slot was taken) */
+	bool in_error;
+	int in_errno;
+	bool close_sent;
+	volatile bool stop_reader;
+
+	struct kube_stream_result res;
+};
+
+static void emit_log(int level, const char *line)
+{
+	(void)level;
+	log_debug("lws: %.*s", (int)strcspn(line, "\n"), line);
+}
+
+static void on_tick(lws_sorted_usec_list_t *sul)
+{
+	struct kube_stream *s = lws_container_of(sul, struct kube_stream, tick);
+	lws_sul_schedule(s->ctx, 0, &s->tick, on_tick, TICK_US);
+}
+
+static int sink(void *ud, int channel, const char *data, size_t len, struct err **err)
+{
+	struct kube_stream *s = ud;
+	if (s->o.capture_prefix && s->res.prefix_len < s->o.capture_prefix) {
+		size_t take = s->o.capture_prefix - s->res.prefix_len;
+		if (take > len)
+			take = len;
+		if (s->res.prefix == NULL)
+			s->res.prefix = xmalloc(s->o.capture_prefix);
+		memcpy(s->res.prefix + s->res.prefix_len, data, take);
+		s->res.prefix_len += take;
+	}
+	if (channel == WS_CH_STDOUT) {
+		s->res.bytes_out += len;
+		return s->o.out_fd >= 0 ? fd_write_all(s->o.out_fd, data, len, "stdout", err) : 0;
+	}
+	s->res.bytes_err += len;
+	return s->o.err_fd >= 0 ? fd_write_all(s->o.err_fd, data, len, "stderr", err) : 0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct kube_stream *s = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	unsigned char *chunk = xmalloc(LIMIT_STDIN_CHUNK);
+	for (;;) {
+		struct pollfd p = {.fd = s->o.in_fd, .events = POLLIN};
+		int pr = poll(&p, 1, 100);
+		if (s->stop_reader)
+			break;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue;
+		ssize_t n = read(s->o.in_fd, chunk, LIMIT_STDIN_CHUNK);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		while (s->slot_full && !s->stop_reader)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (s->stop_reader) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		if (n < 0) {
+			s->in_error = true;
+			s->in_errno = errno;
+		} else if (n == 0) {
+			s->in_eof = true;
+		} else {
+			memcpy(s->slot + LWS_PRE + 1, chunk, (size_t)n);
+			s->slot_len = (size_t)n;
+			s->slot_full = true;
+		}
+		bool done = n <= 0;
+		pthread_mutex_unlock(&s->lock);
+		lws_cancel_service(s->ctx);
+		if (done)
+			break;
+	}
+	free(chunk);
+	return NULL;
+}
+
+/* Sends the next stdin message if there is one; called when the socket is writable. */
+static int send_stdin(struct kube_stream *s)
+{
+	if (s->o.in_fd < 0 || s->close_sent)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	bool full = s->slot_full, eof = s->in_eof, bad = s->in_error;
+	int e = s->in_errno;
+	size_t n = s->slot_len;
+	pthread_mutex_unlock(&s->lock);
+	if (bad) {
+		err_set(&s->io_err, ERR_IO, "read stdin: %s", strerror(e));
+		return -1;
+	}
+	if (full) {
+		size_t len = ws_frame_stdin(s->slot + LWS_PRE, s->slot + LWS_PRE + 1, n);
+		if (lws_write(s->wsi, s->slot + LWS_PRE, len, LWS_WRITE_BINARY) < (int)len) {
+			err_set(&s->io_err, ERR_NET, "send stdin: the connection failed");
+			return -1;
+		}
+		s->res.bytes_in += n;
+		pthread_mutex_lock(&s->lock);
+		s->slot_full = false;
+		s->slot_len = 0;
+		pthread_cond_signal(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	} else if (eof) {
+		unsigned char msg[LWS_PRE + 2];
+		size_t len = ws_frame_stdin_close(msg + LWS_PRE);
+		if (lws_write(s->wsi, msg + LWS_PRE, len, LWS_WRITE_BINARY) < (int)len) {
+			err_set(&s->io_err, ERR_NET, "send stdin close: the connection failed");
+			return -1;
+		}
+		s->close_sent = true;
+		log_debug("stdin: %llu bytes sent, then FF 00",
+		          (unsigned long long)s->res.bytes_in);
+	}
+	return 0;
+}
+
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
+{
+	(void)user;
+	struct kube_stream *s = lws_context_user(lws_get_context(wsi));
+	if (s == NULL)
+		return 0;
+	switch (reason) {
+	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
+		if (s->token == NULL)
+			break;
+		unsigned char **p = (unsigned char **)in, *end = (*p) + len;
+		cleanup_free char *v = xasprintf("Bearer %s", s->token);
+		if (lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
+		                                (const unsigned char *)v, (int)strlen(v), p, end))
+			return -1;
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
+		/* The response headers are only readable here, before lws frees them. */
+		char proto[64] = "";
+		lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL);
+		if (strcmp(proto, PROTOCOL) != 0) {
+			s->failed = true;
+			snprintf(s->fail_reason, sizeof(s->fail_reason),
+			         "the server chose stream protocol \"%s\"; krmpod needs %s "
+			         "(Kubernetes 1.30 or newer), because older protocols cannot close "
+			         "stdin",
+			         proto, PROTOCOL);
+			return -1;
+		}
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		s->established = true;
+		if (s->o.in_fd >= 0)
+			lws_callback_on_writable(wsi);
+		break;
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		s->failed = true;
+		s->http_status = (int)lws_http_client_http_response(wsi);
+		snprintf(s->fail_reason, sizeof(s->fail_reason), "%s",
+		         in ? (const char *)in : "connection failed");
+		s->wsi = NULL;
+		break;
+	case LWS_CALLBACK_CLIENT_RECEIVE: {
+		bool last = lws_is_final_fragment(wsi) && lws_remaining_packet_payload(wsi) == 0;
+		if (ws_demux_feed(&s->demux, in, len, last, sink, s, &s->io_err) < 0)
+			return -1;
+		break;
+	}
+	case LWS_CALLBACK_CLIENT_WRITEABLE:
+		if (send_stdin(s) < 0)
+			return -1;
+		break;
+	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+		s->peer_closed = true;
+		break;
+	case LWS_CALLBACK_CLIENT_CLOSED:
+		s->closed = true;
+		s->wsi = NULL;
+		break;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		if (s->wsi && s->established)
+			lws_callback_on_writable(s->wsi);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static const struct lws_protocols protocols[] = {
+        {PROTOCOL, callback, 0, 64 * 1024, 0, NULL, 0},
+        LWS_PROTOCOL_LIST_TERM,
+};
+
+char *kube_attach_path(const char *ns, const char *pod, const char *container, bool want_stdin)
+{
+	cleanup_free char *c = kube_query_escape(container);
+	return xasprintf("/api/v1/namespaces/%s/pods/%s/attach?container=%s&stdin=%s&stdout=true"
+	                 "&stderr=true&tty=false",
+	                 ns, pod, c, want_stdin ? "true" : "false");
+}
+
+static void split_server(const char *server, char **host, char **port)
+{
+	const char *p = server + strlen("https://");
+	const char *end = p + strcspn(p, "/");
+	if (*p == '[') {
+		const char *rb = memchr(p, ']', (size_t)(end - p));
+		if (rb) {
+			*host = xstrndup(p + 1, (size_t)(rb - p - 1));
+			*port = rb[1] == ':' ? xstrndup(rb + 2, (size_t)(end - rb - 2))
+			                     : xstrdup("443");
+			return;
+		}
+	}
+	const char *colon = memchr(p, ':', (size_t)(end - p));
+	*host = xstrndup(p, colon ? (size_t)(colon - p) : (size_t)(end - p));
+	*port = colon ? xstrndup(colon + 1, (size_t)(end - colon - 1)) : xstrdup("443");
+}
+
+static int port_number(const char *s)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+	return end != s && *end == '\0' && v > 0 && v < 65536 ? (int)v : 443;
+}
+
+/* The namespace and the subresource ("attach", "exec") of a stream path such as
+ * kube_attach_path() builds: "/api/v1/namespaces/NS/pods/POD/SUB?...". New strings. */
+static void path_parts(const char *path, char **ns, char **sub)
+{
+	static const char prefix[] = "/api/v1/namespaces/";
+	*ns = *sub = NULL;
+	if (strncmp(path, prefix, sizeof(prefix) - 1) == 0) {
+		const char *p = path + sizeof(prefix) - 1;
+		*ns = xstrndup(p, strcspn(p, "/"));
+		size_t end = strcspn(path, "?");
+		const char *slash = memrchr(path, '/', end);
+		if (slash)
+			*sub = xstrndup(slash + 1, end - (size_t)(slash + 1 - path));
+	}
+	if (*ns == NULL)
+		*ns = xstrdup("(unknown)");
+	if (*sub == NULL)
+		*sub = xstrdup("attach");
+}
+
+char *kube_stream_refusal_text(const char *path, const struct kube_version *v, const char *why)
+{
+	cleanup_free char *ns = NULL, *sub = NULL;
+	path_parts(path, &ns, &sub);
+	cleanup_free char *rbac = xasprintf("RBAC: the credentials need pods/%s create and get in "
+	                                    "namespace %s (`krmpod doctor` checks them)",
+	                                    sub, ns);
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "the API server refused the stream upgrade; ");
+	if (v && !kube_version_supported(v))
+		buf_printf(
+		        &b,
+		        "likely cause: the server runs Kubernetes %s, older than %d.%d, the first "
+		        "release with the %s stream protocol krmpod needs (it can close a "
+		        "function's stdin): upgrade the cluster to %d.%d or newer; other possible "
+		        "cause: %s",
+		        v->text, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, PROTOCOL,
+		        KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, rbac);
+	else if (v)
+		buf_printf(&b,
+		           "likely cause: %s; not the server's version: it runs Kubernetes %s, and "
+		           "krmpod needs %d.%d or newer (for the %s stream protocol)",
+		           rbac, v->text, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, PROTOCOL);
+	else
+		buf_printf(&b,
+		           "possible causes: %s; or a server older than Kubernetes %d.%d, which "
+		           "does not speak the %s stream protocol krmpod needs (its version could "
+		           "not be read%s%s)",
+		           rbac, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR, PROTOCOL,
+		           why ? ": " : "", why ? why : "");
+	return buf_steal(&b, NULL);
+}
+
+/* Fails for an upgrade refused with 403, after reading the server's version (the only
+ * request that reads it on the attach path) to tell the two causes apart. */
+static int refused(struct kube_config *cfg, const struct kube_stream_opts *o, struct err **err)
+{
+	struct kube_version v;
+	bool known = false;
+	cleanup_err struct err *verr = NULL;
+	cleanup_kube_client struct kube_client *c = NULL;
+	if (kube_client_new(cfg, &c, &verr) == 0) {
+		int64_t until = now_ms() + VERSION_READ_MS;
+		if (o->deadline_ms && o->deadline_ms < until)
+			until = o->deadline_ms;
+		kube_client_set_cancel(c, o->cancel);
+		kube_client_set_deadline(c, until);
+		known = kube_version_get(c, &v, &verr) == 0;
+	}
+	if (known)
+		log_debug("stream upgrade refused (403); the server runs Kubernetes %s", v.text);
+	cleanup_free char *text =
+	        kube_stream_refusal_text(o->path, known ? &v : NULL, verr ? verr->msg : NULL);
+	err_set(err, ERR_API, "GET %s: 403 Forbidden: %s", o->path, text);
+	if (err) {
+		(*err)->http_status = 403;
+		snprintf((*err)->reason, sizeof((*err)->reason), "Forbidden");
+	}
+	return -1;
+}
+
+/* Checks cancellation and the deadline; returns -1 with *err when the stream must stop. */
+static int check_stop(struct kube_stream *s, struct err **err)
+{
+	if (s->o.cancel && *s->o.cancel) {
+		err_set(err, ERR_SIGNAL, "stream: interrupted by signal %d", (int)*s->o.cancel);
+		(*err)->signo = *s->o.cancel;
+		return -1;
+	}
+	if (s->o.deadline_ms && now_ms() >= s->o.deadline_ms)
+		return err_set(err, ERR_TIMEOUT, "stream: deadline reached");
+	return 0;
+}
+
+int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opts,
+                     struct kube_stream **out, struct err **err)
+{
+	struct kube_stream *s = xcalloc(1, sizeof(*s));
+	s->cfg = cfg;
+	s->o = *opts;
+	s->res.exit_code = -1;
+	ws_demux_init(&s->demux);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->slot = xmalloc(LWS_PRE + 1 + LIMIT_STDIN_CHUNK);
+	split_server(cfg->server, &s->host, &s->port_s);
+	if (kube_config_token(cfg, false, &s->token, err) < 0) {
+		kube_stream_free(s);
+		return -1;
+	}
+	lws_set_log_level(log_get_level() >= LOG_DEBUG ? LLL_ERR | LLL_WARN | LLL_NOTICE : 0,
+	                  emit_log);
+
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.protocols = protocols;
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	info.fd_limit_per_thread = 64;
+	info.user = s;
+	info.gid = (gid_t)-1;
+	info.uid = (uid_t)-1;
+	if (cfg->ca_pem) {
+		info.client_ssl_ca_mem = cfg->ca_pem;
+		info.client_ssl_ca_mem_len =
+		        (unsigned)cfg->ca_len + 1; /* PEM parsers want the NUL */
+	} else {
+		info.client_ssl_ca_filepath = "/etc/ssl/certs/ca-certificates.crt";
+	}
+	if (cfg->cert_pem) {
+		info.client_ssl_cert_mem = cfg->cert_pem;
+		info.client_ssl_cert_mem_len = (unsigned)cfg->cert_len + 1;
+		s->key_copy_len = cfg->key_len + 2;
+		s->key_copy = xmalloc(s->key_copy_len);
+		memcpy(s->key_copy, cfg->key_pem, cfg->key_len);
+		s->key_copy[cfg->key_len] = s->key_copy[cfg->key_len + 1] = '\0';
+		info.client_ssl_key_mem = s->key_copy;
+		info.client_ssl_key_mem_len = (unsigned)s->key_copy_len;
+	}
+	s->ctx = lws_create_context(&info);
+	if (s->ctx == NULL) {
+		kube_stream_free(s);
+		return err_set(err, ERR_NET,
+		               "stream: cannot create the WebSocket context (TLS setup)");
+	}
+	lws_sul_schedule(s->ctx, 0, &s->tick, on_tick, TICK_US);
+
+	struct lws_client_connect_info ci;
+	memset(&ci, 0, sizeof(ci));
+	ci.context = s->ctx;
+	ci.address = s->host;
+	ci.port = port_number(s->port_s);
+	ci.path = opts->path;
+	ci.host = cfg->tls_server_name ? cfg->tls_server_name : s->host;
+	ci.origin = ci.host;
+	ci.protocol = PROTOCOL;
+	ci.ssl_connection = LCCSCF_USE_SSL;
+	if (cfg->insecure)
+		ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED |
+		                     LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK | LCCSCF_ALLOW_EXPIRED |
+		                     LCCSCF_ALLOW_INSECURE;
+	ci.pwsi = &s->wsi;
+	if (lws_client_connect_via_info(&ci) == NULL && !s->failed) {
+		kube_stream_free(s);
+		return err_set(err, ERR_NET, "stream: cannot connect to %s", cfg->server);
+	}
+	while (!s->established && !s->failed && !s->closed) {
+		if (check_stop(s, err) < 0) {
+			kube_stream_free(s);
+			return -1;
+		}
+		lws_service(s->ctx, 0);
+	}
+	if (!s->established) {
+		if (s->http_status == 403)
+			refused(cfg, opts, err);
+		else if (s->http_status >= 400)
+			err_set(err, ERR_API,
+			        "GET %s: %d %s: the server refused the stream upgrade (%s)",
+			        opts->path, s->http_status,
+			        s->http_status == 404   ? "NotFound"
+			        : s->http_status == 401 ? "Unauthorized"
+			                                : "BadRequest",
+			        s->fail_reason);
+		else
+			err_set(err, ERR_NET, "GET %s: %s", opts->path,
+			        s->fail_reason[0] ? s->fail_reason : "the connection closed");
+		if (s->http_status && err && *err)
+			(*err)->http_status = s->http_status;
+		kube_stream_free(s);
+		return -1;
+	}
+	if (s->o.in_fd >= 0) {
+		if (pthread_create(&s->reader, NULL, reader_main, s) != 0) {
+			kube_stream_free(s);
+			return err_set(err, ERR_INTERNAL, "stream: cannot start the stdin thread");
+		}
+		s->reader_started = true;
+	}
+	*out = s;
+	return 0;
+}
+
+int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struct err **err)
+{
+	int rc = 0;
+	while (!s->closed && !s->failed) {
+		if (s->io_err)
+			break;
+		if (check_stop(s, err) < 0) {
+			rc = -1;
+			break;
+		}
+		lws_service(s->ctx, 0);
+	}
+	if (rc == 0 && s->io_err) {
+		*err = s->io_err;
+		s->io_err = NULL;
+		rc = -1;
+	}
+	if (rc == 0 && !s->demux.st.got && !s->peer_closed)
+		rc = err_set(err, ERR_NET,
+		             "stream: the connection was lost after %llu bytes of stdin, %llu of "
+		             "stdout and %llu of stderr",
+		             (unsigned long long)s->res.bytes_in,
+		             (unsigned long long)s->res.bytes_out,
+		             (unsigned long long)s->res.bytes_err);
+	if (s->demux.st.got) {
+		s->res.got_status = true;
+		s->res.status_success = s->demux.st.success;
+		snprintf(s->res.status_reason, sizeof(s->res.status_reason), "%s",
+		         s->demux.st.reason);
+		snprintf(s->res.status_message, sizeof(s->res.status_message), "%s",
+		         s->demux.st.message);
+		s->res.exit_code = s->demux.st.exit_code;
+	}
+	*res = s->res;
+	s->res.prefix = NULL; /* moved to *res */
+	return rc;
+}
+
+void kube_stream_free(struct kube_stream *s)
+{
+	if (s == NULL)
+		return;
+	if (s->reader_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stop_reader = true;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->reader, NULL);
+	}
+	if (s->ctx) {
+		lws_sul_cancel(&s->tick);
+		lws_context_destroy(s->ctx);
+	}
+	ws_demux_free(&s->demux);
+	err_free(s->io_err);
+	free(s->res.prefix);
+	if (s->token) {
+		explicit_bzero(s->token, strlen(s->token));
+		free(s->token);
+	}
+	if (s->key_copy) {
+		explicit_bzero(s->key_copy, s->key_copy_len);
+		free(s->key_copy);
+	}
+	free(s->host);
+	free(s->port_s);
+	free(s->slot);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+void kube_stream_result_clear(struct kube_stream_result *res)
+{
+	free(res->prefix);
+	res->prefix = NULL;
+	res->prefix_len = 0;
+}

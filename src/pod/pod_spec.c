@@ -1,0 +1,259 @@
+/* pod_spec.c — see pod_spec.h. */
+#include "pod/pod_spec.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "pod/pod_mounts.h"
+#include "pod/pod_template.h"
+
+char *pod_spec_generate_name(const char *image)
+{
+	const char *base = strrchr(image, '/');
+	base = base ? base + 1 : image;
+	size_t n = strcspn(base, ":@");
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "krmpod-");
+	/* 63 (name limit) - 5 (random suffix) - 7 ("krmpod-") - 1 ('-') = 50 */
+	size_t kept = 0;
+	bool last_dash = true;
+	for (size_t i = 0; i < n && kept < 50; i++) {
+		unsigned char c = (unsigned char)base[i];
+		if (isalnum(c)) {
+			buf_putc(&b, (char)tolower(c));
+			last_dash = false;
+			kept++;
+		} else if (!last_dash) {
+			buf_putc(&b, '-');
+			last_dash = true;
+			kept++;
+		}
+	}
+	if (!last_dash)
+		buf_putc(&b, '-');
+	return buf_steal(&b, NULL);
+}
+
+static const char *pull_policy(enum fn_pull p)
+{
+	switch (p) {
+	case FN_PULL_ALWAYS:
+		return "Always";
+	case FN_PULL_MISSING:
+		return "IfNotPresent";
+	case FN_PULL_NEVER:
+		return "Never";
+	case FN_PULL_DEFAULT:
+		break;
+	}
+	return NULL;
+}
+
+static void write_metadata(struct jw *w, const struct fn_request *req, const struct settings *s)
+{
+	jw_key(w, "metadata");
+	jw_obj_begin(w);
+	char *gen = pod_spec_generate_name(req->image);
+	jw_kv_str(w, "generateName", gen);
+	free(gen);
+	jw_key(w, "labels");
+	jw_obj_begin(w);
+	/* The PodTemplate's labels first (pod_template_check refused krmpod's own), unless
+	 * KRMPOD_EXTRA_LABELS sets the same key: strict field validation refuses duplicates. */
+	const struct json *tl = json_path(s->template, "metadata.labels");
+	for (size_t i = 0; i < json_len(tl); i++) {
+		const char *k = json_key_at(tl, i);
+		bool dup = false;
+		for (size_t j = 0; j < s->n_labels && !dup; j++)
+			dup = strcmp(s->labels[j].key, k) == 0;
+		if (!dup)
+			jw_kv_str(w, k, json_str(json_at(tl, i)));
+	}
+	for (size_t i = 0; i < s->n_labels; i++)
+		jw_kv_str(w, s->labels[i].key, s->labels[i].value);
+	jw_kv_str(w, POD_LABEL_MANAGED_BY, "krmpod");
+	jw_kv_str(w, POD_LABEL_FUNCTION, "true");
+	jw_kv_str(w, POD_LABEL_NETWORK, req->network == FN_NETWORK_HOST ? "granted" : "none");
+	jw_obj_end(w);
+	jw_key(w, "annotations");
+	jw_obj_begin(w);
+	const struct json *ta = json_path(s->template, "metadata.annotations");
+	for (size_t i = 0; i < json_len(ta); i++)
+		if (strcmp(json_key_at(ta, i), POD_ANNOTATION_IMAGE) != 0 &&
+		    json_scalar(json_at(ta, i)))
+			jw_kv_str(w, json_key_at(ta, i), json_scalar(json_at(ta, i)));
+	jw_kv_str(w, POD_ANNOTATION_IMAGE, req->image);
+	jw_obj_end(w);
+	if (s->owner_pod) {
+		jw_key(w, "ownerReferences");
+		jw_arr_begin(w);
+		jw_obj_begin(w);
+		jw_kv_str(w, "apiVersion", "v1");
+		jw_kv_str(w, "kind", "Pod");
+		jw_kv_str(w, "name", s->owner_pod);
+		jw_kv_str(w, "uid", s->owner_uid);
+		jw_kv_bool(w, "blockOwnerDeletion", false);
+		jw_obj_end(w);
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
+}
+
+/* The function container's volumeMounts: the PodTemplate's first container's, then those
+ * of the --mount flags (pod_mounts.h). */
+static void write_volume_mounts(struct jw *w, const struct fn_request *req,
+                                const struct settings *s)
+{
+	const struct json *tm = json_get(pod_template_container(s->template), "volumeMounts");
+	if (json_len(tm) == 0 && req->n_mounts == 0)
+		return;
+	jw_key(w, "volumeMounts");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < json_len(tm); i++)
+		json_write(w, json_at(tm, i));
+	pod_mounts_write_volume_mounts(w, req);
+	jw_arr_end(w);
+}
+
+/* The pod's volumes: the PodTemplate's, then those of the --mount flags. */
+static void write_volumes(struct jw *w, const struct fn_request *req, const struct settings *s)
+{
+	const struct json *tv = json_path(s->template, "spec.volumes");
+	if (json_len(tv) == 0 && req->n_mounts == 0)
+		return;
+	jw_key(w, "volumes");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < json_len(tv); i++)
+		json_write(w, json_at(tv, i));
+	pod_mounts_write_volumes(w, req);
+	jw_arr_end(w);
+}
+
+/* Scheduling and runtime fields a PodTemplate may set, copied as they are. */
+static void write_template_spec(struct jw *w, const struct settings *s)
+{
+	static const char *keys[] = {"tolerations",       "nodeSelector",     "affinity",
+	                             "priorityClassName", "imagePullSecrets", "runtimeClassName"};
+	const struct json *spec = json_get(s->template, "spec");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const struct json *v = json_get(spec, keys[i]);
+		if (v && json_type(v) != JSON_NULL) {
+			jw_key(w, keys[i]);
+			json_write(w, v);
+		}
+	}
+}
+
+void pod_spec_write_attach_fields(struct jw *w, bool stdin_)
+{
+	jw_kv_bool(w, "stdin", stdin_);
+	jw_kv_bool(w, "stdinOnce", stdin_);
+	jw_kv_bool(w, "tty", false);
+}
+
+void pod_spec_write_security_context(struct jw *w)
+{
+	jw_key(w, "securityContext");
+	jw_obj_begin(w);
+	jw_kv_bool(w, "allowPrivilegeEscalation", false);
+	jw_kv_bool(w, "privileged", false);
+	jw_kv_bool(w, "runAsNonRoot", true);
+	jw_key(w, "capabilities");
+	jw_obj_begin(w);
+	jw_key(w, "drop");
+	jw_arr_begin(w);
+	jw_str(w, "ALL");
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
+static void write_container(struct jw *w, const struct fn_request *req, const struct settings *s)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "name", POD_CONTAINER_NAME);
+	jw_kv_str(w, "image", req->image);
+	const char *pp = pull_policy(req->pull);
+	if (pp)
+		jw_kv_str(w, "imagePullPolicy", pp);
+	if (req->n_args) {
+		jw_key(w, "args");
+		jw_arr_begin(w);
+		for (size_t i = 0; i < req->n_args; i++)
+			jw_str(w, req->args[i]);
+		jw_arr_end(w);
+	}
+	/* docker run without -i: the process gets an empty stdin (/dev/null), as with docker;
+	 * a container that asks for stdin would wait for an attach that never sends it. */
+	pod_spec_write_attach_fields(w, req->want_stdin);
+	jw_key(w, "env");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < req->n_env; i++) {
+		jw_obj_begin(w);
+		jw_kv_str(w, "name", req->env[i].name);
+		jw_kv_str(w, "value", req->env[i].value);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_key(w, "resources");
+	jw_obj_begin(w);
+	jw_key(w, "requests");
+	jw_obj_begin(w);
+	jw_kv_str(w, "cpu", s->cpu_request);
+	jw_kv_str(w, "memory", s->memory_request);
+	jw_obj_end(w);
+	jw_key(w, "limits");
+	jw_obj_begin(w);
+	jw_kv_str(w, "cpu", s->cpu_limit);
+	jw_kv_str(w, "memory", s->memory_limit);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	pod_spec_write_security_context(w);
+	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
+	write_volume_mounts(w, req, s);
+	jw_obj_end(w);
+}
+
+void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out)
+{
+	struct jw w;
+	jw_init(&w, out);
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "apiVersion", "v1");
+	jw_kv_str(&w, "kind", "Pod");
+	write_metadata(&w, req, s);
+	jw_key(&w, "spec");
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "restartPolicy", "Never");
+	/* The pod must not outlive the run even if krmpod is SIGKILLed; round up. */
+	jw_kv_int(&w, "activeDeadlineSeconds", (s->timeout_ms + 999) / 1000);
+	jw_kv_int(&w, "terminationGracePeriodSeconds", 0);
+	jw_kv_bool(&w, "automountServiceAccountToken", false);
+	jw_kv_bool(&w, "enableServiceLinks", false);
+	jw_kv_bool(&w, "hostNetwork", false);
+	jw_kv_bool(&w, "hostPID", false);
+	jw_kv_bool(&w, "hostIPC", false);
+	jw_key(&w, "securityContext");
+	jw_obj_begin(&w);
+	jw_kv_bool(&w, "runAsNonRoot", true);
+	jw_kv_int(&w, "runAsUser", req->run_as_user);
+	jw_kv_int(&w, "runAsGroup", req->run_as_group);
+	jw_key(&w, "seccompProfile");
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "type", "RuntimeDefault");
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	write_template_spec(&w, s);
+	pod_mounts_write_init_containers(&w, req, s);
+	jw_key(&w, "containers");
+	jw_arr_begin(&w);
+	write_container(&w, req, s);
+	jw_arr_end(&w);
+	write_volumes(&w, req, s);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+}
