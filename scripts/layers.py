@@ -5,11 +5,12 @@ Fails (exit 1, one line per finding, naming the file and line) when:
   - an #include of a project header does not name its folder ("base/buf.h");
   - a file includes a header from a higher layer, or from another folder of its own layer;
   - a circle appears among modules (a module is a folder/name pair: name.c with name.h);
-  - a KRMPOD_* variable is read outside the settings module (src/config/settings.c), or
+  - a KRMPOD_* variable is read outside the settings module (src/config/), or
     getenv() is called with anything but a string literal outside it (an indirect read could
     hide a KRMPOD_* name);
   - a Kubernetes REST path ("/api/v1...", "/apis/...", "/version") is written outside
-    src/kube/kube_api.c.
+    src/kube/kube_api.c;
+  - a goto appears (the one cleanup pattern is base/cleanup.h's attributes).
 
 `scripts/layers.py --graph` prints the module graph instead (for docs/architecture.md).
 `--root DIR` checks another tree (tests/lint/test_layers.sh plants violations in a copy).
@@ -25,17 +26,19 @@ LAYERS = [
     ["cmp"],
     ["shim"],
     ["fn"],
-    ["pod", "kube", "mounts"],
+    ["pod"],
+    ["kube", "mounts"],
     ["config"],
     ["base"],
 ]
-SETTINGS_MODULE = "config/settings.c"
+SETTINGS_MODULE = "config/"
 API_MODULE = "kube/kube_api.c"
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 GETENV = re.compile(r'\bgetenv\s*\(\s*([^)]*)\)')
 KRMPOD_READ = re.compile(r'\b(?:getenv|env_get|settings_env)\s*\(\s*(?:[^,()]*,\s*)?"KRMPOD_')
 REST_PATH = re.compile(r'"(/api/v1\b|/apis/|/version\b)')
+GOTO = re.compile(r'\bgoto\b')
 
 
 def rank_of(folder):
@@ -146,7 +149,7 @@ def check(root):
                 graph[mod].add(tmod)
         lines = code.splitlines()
         for lineno, line in enumerate(lines, 1):
-            if rel != SETTINGS_MODULE:
+            if not rel.startswith(SETTINGS_MODULE):
                 if KRMPOD_READ.search(line):
                     problems.append(f"src/{rel}:{lineno}: reads a KRMPOD_ variable: settings "
                                     f"are read in src/{SETTINGS_MODULE} only and handed down")
@@ -154,6 +157,9 @@ def check(root):
                     if not g.group(1).strip().startswith('"'):
                         problems.append(f"src/{rel}:{lineno}: getenv() of a non-literal name "
                                         f"outside src/{SETTINGS_MODULE}")
+            if GOTO.search(line):
+                problems.append(f"src/{rel}:{lineno}: uses goto: release resources with the "
+                                "cleanup attributes of base/cleanup.h (docs/architecture.md)")
             if rel != API_MODULE and REST_PATH.search(line):
                 problems.append(f"src/{rel}:{lineno}: builds a REST path: paths are built in "
                                 f"src/{API_MODULE} only")

@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Mechanical style checks: banned C functions, clang-format and shellcheck.
+# Mechanical style checks: banned C functions, the shape of src/ (scripts/layers.py: layers,
+# circles, settings and REST paths in their one module, no goto; tests/lint/test_layers.sh
+# shows it fails on each), clang-format and shellcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
 if grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|gets|system)[[:space:]]*\(' \
 	src tests/unit --include='*.c' --include='*.h'; then
 	echo "lint: banned functions above (use snprintf, memcpy, strtok_r, strtol...)" >&2
+	status=1
+fi
+if ! /usr/bin/python3 scripts/layers.py; then
+	echo "lint: src/ breaks its layering (docs/architecture.md, \"Layers\")" >&2
+	status=1
+fi
+if ! bash tests/lint/test_layers.sh; then
+	echo "lint: scripts/layers.py no longer catches what it must" >&2
 	status=1
 fi
 if command -v clang-format >/dev/null; then
@@ -22,7 +32,7 @@ fi
 # level: its `build && install || die` chains are meant (SC2015, info), and editing it would
 # rebuild the C dependencies. e2e/ has its own check (e2e/selftest.sh).
 if command -v shellcheck >/dev/null; then
-	shell_scripts=$(grep -lE '^#!(/usr/bin/env bash|/bin/(ba)?sh)' scripts/* | grep -v '^scripts/deps\.sh$')
+	shell_scripts="$(grep -lE '^#!(/usr/bin/env bash|/bin/(ba)?sh)' scripts/* | grep -v '^scripts/deps\.sh$') tests/lint/test_layers.sh"
 	# shellcheck disable=SC2086 # file names without spaces
 	if ! shellcheck $shell_scripts || ! shellcheck -S warning scripts/deps.sh; then
 		echo "lint: shellcheck found problems above" >&2

@@ -120,6 +120,40 @@ static int next_event(struct parser *ps, yaml_event_t *ev, struct err **err)
 
 /* Parses the node that starts with *ev (consumed). */
 static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct json **out,
+                      struct err **err);
+
+/* The children of a mapping or sequence, up to its end event, into node. */
+static int parse_children(struct parser *ps, struct json *node, bool is_map, int depth,
+                          struct err **err)
+{
+	for (;;) {
+		cleanup_yaml_event yaml_event_t child;
+		if (next_event(ps, &child, err) < 0)
+			return -1;
+		if (child.type == YAML_SEQUENCE_END_EVENT || child.type == YAML_MAPPING_END_EVENT)
+			return 0;
+		if (!is_map) {
+			struct json *v = NULL;
+			if (parse_node(ps, &child, depth + 1, &v, err) < 0)
+				return -1;
+			add_child(node, NULL, v);
+			continue;
+		}
+		if (child.type != YAML_SCALAR_EVENT)
+			return err_set(err, ERR_IO, "%s: only scalar keys are supported (line %zu)",
+			               ps->what, child.start_mark.line + 1);
+		cleanup_free char *key =
+		        xstrndup((const char *)child.data.scalar.value, child.data.scalar.length);
+		cleanup_yaml_event yaml_event_t val;
+		struct json *v = NULL;
+		if (next_event(ps, &val, err) < 0 || parse_node(ps, &val, depth + 1, &v, err) < 0)
+			return -1;
+		add_child(node, key, v);
+		key = NULL; /* add_child took it */
+	}
+}
+
+static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct json **out,
                       struct err **err)
 {
 	if (depth > JSON_MAX_DEPTH)
@@ -143,46 +177,12 @@ static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct jso
 			return err_set(err, ERR_IO, "%s: YAML anchors are not supported (line %zu)",
 			               ps->what, ev->start_mark.line + 1);
 		struct json *node = node_new(is_map ? JSON_OBJECT : JSON_ARRAY);
-		for (;;) {
-			cleanup_yaml_event yaml_event_t child;
-			if (next_event(ps, &child, err) < 0)
-				goto fail;
-			if (child.type == YAML_SEQUENCE_END_EVENT ||
-			    child.type == YAML_MAPPING_END_EVENT)
-				break;
-			char *key = NULL;
-			if (is_map) {
-				if (child.type != YAML_SCALAR_EVENT) {
-					err_set(err, ERR_IO,
-					        "%s: only scalar keys are supported (line %zu)",
-					        ps->what, child.start_mark.line + 1);
-					goto fail;
-				}
-				key = xstrndup((const char *)child.data.scalar.value,
-				               child.data.scalar.length);
-				cleanup_yaml_event yaml_event_t val;
-				if (next_event(ps, &val, err) < 0) {
-					free(key);
-					goto fail;
-				}
-				struct json *v = NULL;
-				if (parse_node(ps, &val, depth + 1, &v, err) < 0) {
-					free(key);
-					goto fail;
-				}
-				add_child(node, key, v);
-			} else {
-				struct json *v = NULL;
-				if (parse_node(ps, &child, depth + 1, &v, err) < 0)
-					goto fail;
-				add_child(node, NULL, v);
-			}
+		if (parse_children(ps, node, is_map, depth, err) < 0) {
+			json_free(node);
+			return -1;
 		}
 		*out = node;
 		return 0;
-	fail:
-		json_free(node);
-		return -1;
 	}
 	default:
 		return err_set(err, ERR_IO, "%s: unexpected YAML event %d", ps->what, ev->type);

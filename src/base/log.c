@@ -44,18 +44,6 @@ int log_parse_level(const char *name, const char *source, enum log_level *out, s
 	               source, name);
 }
 
-int log_init_from_env(struct err **err)
-{
-	const char *v = getenv("KRMPOD_LOG_LEVEL");
-	if (v == NULL || *v == '\0')
-		return 0;
-	enum log_level level = LOG_INFO;
-	if (log_parse_level(v, "KRMPOD_LOG_LEVEL", &level, err) < 0)
-		return -1;
-	current_level = level;
-	return 0;
-}
-
 void log_set_level(enum log_level level)
 {
 	current_level = level;

@@ -1,10 +1,9 @@
 /* log.h — the one logging module. Everything krmpod says goes to stderr through here;
  * stdout carries only data (the function's output, rendered manifests).
  *
- * Lines look like `krmpod[docker] pod=fn-abcde: message`. The level comes from
- * KRMPOD_LOG_LEVEL (error, warn, info, debug), read by log_init_from_env(); without it, the
- * level set before (info, unless the front-end chose another default: the docker shim's is
- * warn).
+ * Lines look like `krmpod[docker] pod=fn-abcde: message`. main.c sets the level: from
+ * KRMPOD_LOG_LEVEL (error, warn, info, debug; settings_log_level), else info (the docker
+ * shim's default is warn).
  */
 #ifndef KRMPOD_LOG_H
 #define KRMPOD_LOG_H
@@ -22,10 +21,6 @@ void log_set_pod(const char *pod);
 
 /* Parses a level name; returns -1 with ERR_CONFIG naming `source` on an unknown name. */
 int log_parse_level(const char *name, const char *source, enum log_level *out, struct err **err);
-
-/* Reads KRMPOD_LOG_LEVEL; unset or empty keeps the current level. An invalid value is an
- * ERR_CONFIG error naming the variable. */
-int log_init_from_env(struct err **err);
 
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);

@@ -6,30 +6,20 @@
 #include "base/cleanup.h"
 #include "base/signals.h"
 #include "cli/cmd.h"
-#include "fn/fn_invoke.h"
 #include "shim/docker_args.h"
+#include "shim/shim.h"
 
 extern char **environ;
-
-static int docker_run(int argc, char **argv, int *exit_code, struct err **err)
-{
-	struct fn_request req = {0};
-	int rc = docker_args_parse(argc, argv, environ, &req, err);
-	if (rc == 0) {
-		struct fn_io io = {0, 1, 2, &signals_cancel};
-		rc = fn_invoke(&req, &io, exit_code, err);
-	}
-	fn_request_clear(&req);
-	return rc;
-}
 
 int cmd_docker(int argc, char **argv, int *exit_code, struct err **err)
 {
 	if (argc < 2)
 		return err_set(err, ERR_USAGE,
 		               "krmpod's docker shim needs a command: run or version");
-	if (strcmp(argv[1], "run") == 0)
-		return docker_run(argc - 2, argv + 2, exit_code, err);
+	if (strcmp(argv[1], "run") == 0) {
+		struct fn_io io = {0, 1, 2, &signals_cancel};
+		return shim_run(argc - 2, argv + 2, environ, false, &io, exit_code, err);
+	}
 	if (strcmp(argv[1], "version") == 0) {
 		cleanup_free char *text = NULL;
 		if (docker_args_version(argc - 2, argv + 2, KRMPOD_VERSION, &text, err) < 0)

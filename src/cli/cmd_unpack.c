@@ -10,18 +10,21 @@
 #include "config/settings.h"
 #include "mounts/unpack.h"
 
+extern char **environ;
+
 int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err)
 {
 	if (argc != 2 || argv[1][0] == '\0' || argv[1][0] == '-')
 		return err_set(err, ERR_USAGE,
 		               "usage: krmpod unpack DIR < archive (run by function pods' mounts "
 		               "container)");
-	int64_t max_bytes = 64LL << 20;
-	const char *v = getenv("KRMPOD_MOUNT_MAX_BYTES");
-	if (v && *v && settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", v, &max_bytes, err) < 0)
+	struct settings s;
+	if (settings_load_env(&s, environ, err) < 0)
 		return -1;
 	struct unpack_stats st;
-	if (unpack_tar(0, argv[1], max_bytes, &st, err) < 0)
+	int rc = unpack_tar(0, argv[1], s.mount_max_bytes, &st, err);
+	settings_clear(&s);
+	if (rc < 0)
 		return -1;
 	log_debug("unpacked %llu entries, %llu bytes of files into %s",
 	          (unsigned long long)st.entries, (unsigned long long)st.bytes, argv[1]);

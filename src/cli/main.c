@@ -11,6 +11,9 @@
 #include "base/log.h"
 #include "base/signals.h"
 #include "cli/cmd.h"
+#include "config/settings.h"
+
+extern char **environ;
 
 struct role {
 	const char *name;
@@ -88,7 +91,11 @@ int main(int argc, char **argv)
 		log_set_level(LOG_WARN);
 
 	struct err *e = NULL;
-	if (log_init_from_env(&e) < 0) {
+	enum log_level level;
+	bool level_set = false;
+	if (settings_log_level(environ, &level, &level_set, &e) == 0 && level_set)
+		log_set_level(level);
+	if (e) {
 		log_error("%s", e->msg);
 		err_free(e);
 		return is_docker ? EXIT_DOCKER_FAILED : EXIT_USAGE;

@@ -14,7 +14,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/size_limits.h"
-#include "kube/kube_http.h"
 
 #define POLL_MS 50
 
@@ -105,14 +104,23 @@ static void stop_all(pid_t pid, pid_t keep, bool shared_group, int fd, int *stat
 		usleep(20 * 1000);
 }
 
-int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **err)
-{
-	buf_reset(out);
-	out->limit = LIMIT_GENERATE_OUTPUT;
-	bool shared_group = getpgrp() == getpid();
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-		log_debug("cannot become a child subreaper: %s", strerror(errno));
+/* kustomize, running: its pid, the read end of its stdout, and what is known of its end. */
+struct child {
+	pid_t pid;
+	int fd;
+	bool shared_group; /* it runs in our process group (see kustomize_run.h) */
+	int status;        /* its wait status, once pid_done */
+	bool pid_done, eof;
+	int poll_errno; /* why poll failed (STOP_POLL) */
+};
 
+/* Why kustomize was stopped before it ended by itself. */
+enum stop { STOP_NONE = 0, STOP_DEADLINE, STOP_SIGNAL, STOP_OUTPUT_LIMIT, STOP_POLL };
+
+/* Starts o->argv with its stdout on a pipe: in our process group when we lead it, else in
+ * a group of its own. */
+static int spawn(const struct kustomize_opts *o, struct child *c, struct err **err)
+{
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return err_set(err, ERR_IO, "pipe for kustomize's output: %s", strerror(errno));
@@ -126,13 +134,12 @@ int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **
 	sigaddset(&def, SIGPIPE); /* we ignore it; kustomize must not inherit that */
 	short flags = POSIX_SPAWN_SETSIGDEF;
 	posix_spawnattr_setsigdefault(&attr, &def);
-	if (!shared_group) {
+	if (!c->shared_group) {
 		flags |= POSIX_SPAWN_SETPGROUP;
 		posix_spawnattr_setpgroup(&attr, 0);
 	}
 	posix_spawnattr_setflags(&attr, flags);
-	pid_t pid;
-	int rc = posix_spawnp(&pid, o->argv[0], &fa, &attr, o->argv, o->envp);
+	int rc = posix_spawnp(&c->pid, o->argv[0], &fa, &attr, o->argv, o->envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	close(pfd[1]);
@@ -143,84 +150,106 @@ int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **
 		               "path, or a name on PATH) or to \"kubectl kustomize\"",
 		               o->argv[0], strerror(rc));
 	}
-	log_debug("kustomize: pid %d%s", (int)pid, shared_group ? "" : " (own process group)");
-	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	log_debug("kustomize: pid %d%s", (int)c->pid,
+	          c->shared_group ? "" : " (own process group)");
+	c->fd = pfd[0];
+	fcntl(c->fd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
 
-	int status = 0;
-	bool pid_done = false, eof = false;
-	int failed = 0; /* 0, or why we stopped it: 1 deadline, 2 signal, 3 output limit */
-	struct err *limit_err = NULL;
-	while (!(eof && pid_done)) {
-		if (*o->cancel) {
-			failed = 2;
-			break;
-		}
-		if (now_ms() >= o->deadline_ms) {
-			failed = 1;
-			break;
-		}
-		if (!eof) {
-			struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-			if (poll(&p, 1, POLL_MS) < 0 && errno != EINTR)
-				return err_set(err, ERR_IO, "poll: %s", strerror(errno));
+/* Collects kustomize's output until it ended and its stdout closed, or until it must be
+ * stopped (the reason is returned; an output over the limit leaves its error in *limit_err). */
+static enum stop pump(const struct kustomize_opts *o, struct child *c, struct buf *out,
+                      struct err **limit_err)
+{
+	while (!(c->eof && c->pid_done)) {
+		if (*o->cancel)
+			return STOP_SIGNAL;
+		if (now_ms() >= o->deadline_ms)
+			return STOP_DEADLINE;
+		if (c->eof) {
+			usleep(10 * 1000);
+		} else {
+			struct pollfd p = {.fd = c->fd, .events = POLLIN};
+			if (poll(&p, 1, POLL_MS) < 0 && errno != EINTR) {
+				c->poll_errno = errno;
+				return STOP_POLL;
+			}
 			char chunk[65536];
 			ssize_t n;
-			while ((n = read(pfd[0], chunk, sizeof(chunk))) > 0) {
+			while ((n = read(c->fd, chunk, sizeof(chunk))) > 0)
 				if (buf_append(out, chunk, (size_t)n, "kustomize's output",
-				               &limit_err) < 0)
-					break;
-			}
-			if (limit_err) {
-				failed = 3;
-				break;
-			}
+				               limit_err) < 0)
+					return STOP_OUTPUT_LIMIT;
 			if (n == 0)
-				eof = true;
-		} else {
-			usleep(10 * 1000);
+				c->eof = true;
 		}
-		reap(pid, o->keep, &status, &pid_done);
+		reap(c->pid, o->keep, &c->status, &c->pid_done);
 	}
-	if (failed)
-		stop_all(pid, o->keep, shared_group, pfd[0], &status, &pid_done);
-	else
-		reap(pid, o->keep, &status, &pid_done);
-	close(pfd[0]);
+	return STOP_NONE;
+}
 
-	if (failed) {
-		buf_reset(out);
-		if (failed == 3) {
-			*err = limit_err;
-			return err_wrap(err, "kustomize was stopped");
-		}
-		if (failed == 2) {
-			err_set(err, ERR_SIGNAL,
-			        "stopped by signal %d: kustomize and its functions were stopped "
-			        "and "
-			        "their pods deleted",
-			        (int)*o->cancel);
-			(*err)->signo = (int)*o->cancel;
-			return -1;
-		}
-		return err_set(
-		        err, ERR_TIMEOUT,
-		        "%s ran out: kustomize and its functions were stopped and their pods "
-		        "deleted; raise %s if the functions need longer (keep it below Argo "
-		        "CD's own timeout)",
-		        o->deadline_name, o->deadline_name);
+/* The error for a kustomize that was stopped. */
+static int stopped(const struct kustomize_opts *o, const struct child *c, enum stop why,
+                   struct err *limit_err, struct err **err)
+{
+	switch (why) {
+	case STOP_OUTPUT_LIMIT:
+		*err = limit_err;
+		return err_wrap(err, "kustomize was stopped");
+	case STOP_SIGNAL:
+		err_set(err, ERR_SIGNAL,
+		        "stopped by signal %d: kustomize and its functions were stopped and their "
+		        "pods deleted",
+		        (int)*o->cancel);
+		(*err)->signo = (int)*o->cancel;
+		return -1;
+	case STOP_POLL:
+		return err_set(err, ERR_IO, "poll on kustomize's output: %s",
+		               strerror(c->poll_errno));
+	case STOP_DEADLINE:
+	case STOP_NONE:
+		break;
 	}
-	if (WIFSIGNALED(status)) {
-		buf_reset(out);
+	return err_set(err, ERR_TIMEOUT,
+	               "%s ran out: kustomize and its functions were stopped and their pods "
+	               "deleted; raise %s if the functions need longer (keep it below Argo "
+	               "CD's own timeout)",
+	               o->deadline_name, o->deadline_name);
+}
+
+/* The error for a kustomize that ended by itself, if it failed. */
+static int exited(const struct kustomize_opts *o, int status, struct err **err)
+{
+	if (WIFSIGNALED(status))
 		return err_set(err, ERR_IO, "%s was killed by signal %d", o->argv[0],
 		               WTERMSIG(status));
-	}
-	if (WEXITSTATUS(status) != 0) {
-		buf_reset(out);
-		return err_set(
-		        err, ERR_IO,
-		        "%s failed with exit status %d (its messages are above); no manifests "
-		        "were printed",
-		        o->argv[0], WEXITSTATUS(status));
-	}
+	if (WEXITSTATUS(status) != 0)
+		return err_set(err, ERR_IO,
+		               "%s failed with exit status %d (its messages are above); no "
+		               "manifests were printed",
+		               o->argv[0], WEXITSTATUS(status));
 	return 0;
+}
+
+int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **err)
+{
+	buf_reset(out);
+	out->limit = LIMIT_GENERATE_OUTPUT;
+	struct child c = {.shared_group = getpgrp() == getpid(), .fd = -1};
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		log_debug("cannot become a child subreaper: %s", strerror(errno));
+	if (spawn(o, &c, err) < 0)
+		return -1;
+	struct err *limit_err = NULL;
+	enum stop why = pump(o, &c, out, &limit_err);
+	if (why != STOP_NONE)
+		stop_all(c.pid, o->keep, c.shared_group, c.fd, &c.status, &c.pid_done);
+	else
+		reap(c.pid, o->keep, &c.status, &c.pid_done);
+	close(c.fd);
+	int rc = why != STOP_NONE ? stopped(o, &c, why, limit_err, err) : exited(o, c.status, err);
+	if (rc < 0)
+		buf_reset(out);
+	return rc;
 }

@@ -9,12 +9,6 @@
 
 #define DEFAULT_GENERATE_TIMEOUT_MS 50000 /* Argo CD's own deadline is 60 s by default */
 
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
-}
-
 static void push(struct cmp_settings *s, size_t *cap, const char *word, size_t n)
 {
 	if (s->kustomize_argc + 2 > *cap) {
@@ -45,82 +39,86 @@ static size_t push_words(struct cmp_settings *s, size_t *cap, const char *text)
 	return words;
 }
 
-int cmp_settings_load(struct cmp_settings *s, struct err **err)
+/* The kustomize command line (cmp_settings.h); `cap` is kustomize_argv's room. */
+static int load_kustomize(struct cmp_settings *s, char *const *envp, size_t *cap, struct err **err)
 {
-	memset(s, 0, sizeof(*s));
-	size_t cap = 0;
-	const char *kz = env("KRMPOD_KUSTOMIZE");
-	if (push_words(s, &cap, kz ? kz : "kustomize") == 0) {
-		cmp_settings_clear(s);
+	const char *kz = settings_env(envp, "KRMPOD_KUSTOMIZE");
+	if (push_words(s, cap, kz ? kz : "kustomize") == 0)
 		return err_set(
 		        err, ERR_CONFIG,
 		        "KRMPOD_KUSTOMIZE is blank: set it to the kustomize binary (a path or a "
 		        "name on PATH) or to \"kubectl kustomize\"");
-	}
 	const char *base = strrchr(s->kustomize_argv[0], '/');
 	base = base ? base + 1 : s->kustomize_argv[0];
 	s->is_kubectl = strcmp(base, "kubectl") == 0;
 	if (s->is_kubectl &&
-	    (s->kustomize_argc < 2 || strcmp(s->kustomize_argv[1], "kustomize") != 0)) {
-		cmp_settings_clear(s);
+	    (s->kustomize_argc < 2 || strcmp(s->kustomize_argv[1], "kustomize") != 0))
 		return err_set(err, ERR_CONFIG,
 		               "KRMPOD_KUSTOMIZE=%s: with kubectl, write \"kubectl kustomize\"",
 		               kz);
-	}
 	if (!s->is_kubectl)
-		push(s, &cap, "build", 5);
-	push(s, &cap, "--enable-alpha-plugins", strlen("--enable-alpha-plugins"));
-	const char *net = env("KRMPOD_ALLOW_NETWORK");
+		push(s, cap, "build", 5);
+	push(s, cap, "--enable-alpha-plugins", strlen("--enable-alpha-plugins"));
+	const char *net = settings_env(envp, "KRMPOD_ALLOW_NETWORK");
 	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
-		goto fail;
+		return -1;
 	if (s->allow_network)
-		push(s, &cap, "--network", strlen("--network"));
-	const char *flags = env("KRMPOD_KUSTOMIZE_FLAGS");
-	if (flags) {
-		size_t first = s->kustomize_argc;
-		push_words(s, &cap, flags);
-		for (size_t i = first; i < s->kustomize_argc; i++) {
-			if (s->kustomize_argv[i][0] != '-') {
-				err_set(err, ERR_CONFIG,
-				        "KRMPOD_KUSTOMIZE_FLAGS: \"%s\" is not a flag: only flags "
-				        "are "
-				        "allowed (generate always builds the application's "
-				        "directory)",
-				        s->kustomize_argv[i]);
-				goto fail;
-			}
-		}
-	}
-	push(s, &cap, ".", 1);
-	const char *t = env("KRMPOD_GENERATE_TIMEOUT");
+		push(s, cap, "--network", strlen("--network"));
+	const char *flags = settings_env(envp, "KRMPOD_KUSTOMIZE_FLAGS");
+	size_t first = s->kustomize_argc;
+	if (flags)
+		push_words(s, cap, flags);
+	for (size_t i = first; i < s->kustomize_argc; i++)
+		if (s->kustomize_argv[i][0] != '-')
+			return err_set(
+			        err, ERR_CONFIG,
+			        "KRMPOD_KUSTOMIZE_FLAGS: \"%s\" is not a flag: only flags are "
+			        "allowed (generate always builds the application's directory)",
+			        s->kustomize_argv[i]);
+	push(s, cap, ".", 1);
+	return 0;
+}
+
+static int load(struct cmp_settings *s, char *const *envp, struct err **err)
+{
+	size_t cap = 0;
+	if (load_kustomize(s, envp, &cap, err) < 0)
+		return -1;
+	const char *t = settings_env(envp, "KRMPOD_GENERATE_TIMEOUT");
 	s->timeout_ms = DEFAULT_GENERATE_TIMEOUT_MS;
 	if (t && settings_parse_duration("KRMPOD_GENERATE_TIMEOUT", t, &s->timeout_ms, err) < 0)
-		goto fail;
+		return -1;
 	s->prestart = true;
-	const char *pre = env("KRMPOD_PRESTART");
+	const char *pre = settings_env(envp, "KRMPOD_PRESTART");
 	if (pre && settings_parse_bool("KRMPOD_PRESTART", pre, &s->prestart, err) < 0)
-		goto fail;
+		return -1;
 	s->prestart_max = 8;
-	const char *pmax = env("KRMPOD_PRESTART_MAX");
+	const char *pmax = settings_env(envp, "KRMPOD_PRESTART_MAX");
 	if (pmax) {
 		char *end = NULL;
 		long v = strtol(pmax, &end, 10);
-		if (end == pmax || *end != '\0' || v < 1 || v > 64) {
-			err_set(err, ERR_CONFIG,
-			        "KRMPOD_PRESTART_MAX=%s is not a number from 1 to 64 (use "
-			        "KRMPOD_PRESTART=false to turn prestart off)",
-			        pmax);
-			goto fail;
-		}
+		if (end == pmax || *end != '\0' || v < 1 || v > 64)
+			return err_set(err, ERR_CONFIG,
+			               "KRMPOD_PRESTART_MAX=%s is not a number from 1 to 64 (use "
+			               "KRMPOD_PRESTART=false to turn prestart off)",
+			               pmax);
 		s->prestart_max = (size_t)v;
 	}
-	const char *shim = env("KRMPOD_SHIM_DIR");
+	const char *shim = settings_env(envp, "KRMPOD_SHIM_DIR");
 	if (shim)
 		s->shim_dir = xstrdup(shim);
+	s->log_level_given = settings_env(envp, "KRMPOD_LOG_LEVEL") != NULL;
 	return 0;
-fail:
-	cmp_settings_clear(s);
-	return -1;
+}
+
+int cmp_settings_load(struct cmp_settings *s, char *const *envp, struct err **err)
+{
+	memset(s, 0, sizeof(*s));
+	if (load(s, envp, err) < 0) {
+		cmp_settings_clear(s);
+		return -1;
+	}
+	return 0;
 }
 
 void cmp_settings_clear(struct cmp_settings *s)

@@ -1,5 +1,6 @@
 /* cmp_settings.h — the settings of the Argo CD plugin hooks (generate, init, discover), from
- * the sidecar's environment (README.md, "Settings"). Like settings.h, every variable is
+ * the sidecar's environment (README.md, "Settings"), read by the settings module (src/config/,
+ * the only one that reads KRMPOD_* variables). Like settings.h, every variable is
  * validated and a bad value is an ERR_CONFIG error that names it. */
 #ifndef KRMPOD_CMP_SETTINGS_H
 #define KRMPOD_CMP_SETTINGS_H
@@ -17,15 +18,17 @@ struct cmp_settings {
 	 * KRMPOD_KUSTOMIZE_FLAGS, and ".". */
 	char **kustomize_argv;
 	size_t kustomize_argc;
-	bool is_kubectl;     /* the command is kubectl, not kustomize */
-	bool allow_network;  /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
-	int64_t timeout_ms;  /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
-	char *shim_dir;      /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
-	bool prestart;       /* KRMPOD_PRESTART=true|false (default true): see prestart.h */
-	size_t prestart_max; /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */
+	bool is_kubectl;      /* the command is kubectl, not kustomize */
+	bool allow_network;   /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
+	int64_t timeout_ms;   /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
+	char *shim_dir;       /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
+	bool prestart;        /* KRMPOD_PRESTART=true|false (default true): see cmp/prestart.h */
+	size_t prestart_max;  /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */
+	bool log_level_given; /* KRMPOD_LOG_LEVEL is set (else generate hands its shims info) */
 };
 
-int cmp_settings_load(struct cmp_settings *s, struct err **err);
+/* Reads the hooks' settings from envp (NAME=VALUE strings). On failure *s is cleared. */
+int cmp_settings_load(struct cmp_settings *s, char *const *envp, struct err **err);
 void cmp_settings_clear(struct cmp_settings *s);
 
 #endif

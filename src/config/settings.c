@@ -11,32 +11,34 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/xalloc.h"
 
-int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err)
+/* A duration's milliseconds, or -1 when text is not one (settings_parse_duration). */
+static double duration_ms(const char *text)
 {
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
 	errno = 0;
 	char *end = NULL;
 	double v = strtod(text, &end);
 	if (end == text || errno || !(v > 0))
-		goto bad;
-	double mult;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		mult = 1000;
-	else if (strcmp(end, "ms") == 0)
-		mult = 1;
-	else if (strcmp(end, "m") == 0)
-		mult = 60000;
-	else if (strcmp(end, "h") == 0)
-		mult = 3600000;
-	else
-		goto bad;
-	double ms = v * mult;
-	if (ms < 1 || ms > 7 * 24 * 3600 * 1000.0)
-		goto bad;
-	*out_ms = (int64_t)ms;
-	return 0;
-bad:
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(end, units[i].suffix) == 0)
+			return v * units[i].mult;
+	return -1;
+}
+
+int settings_parse_duration(const char *var, const char *text, int64_t *out_ms, struct err **err)
+{
+	double ms = duration_ms(text);
+	if (ms >= 1 && ms <= 7 * 24 * 3600 * 1000.0) {
+		*out_ms = (int64_t)ms;
+		return 0;
+	}
 	return err_set(
 	        err, ERR_CONFIG,
 	        "%s=%s is not a duration: use seconds (\"90\") or a number with ms, s, m or h "
@@ -44,10 +46,10 @@ bad:
 	        var, text);
 }
 
-int settings_check_quantity(const char *var, const char *text, struct err **err)
+/* <signedNumber><suffix>: digits with an optional fraction, then a binary (Ki..Ei),
+ * decimal (m, k, M, G, T, P, E) or exponent (e3, E-2) suffix. Negative is refused. */
+static bool is_quantity(const char *text)
 {
-	/* <signedNumber><suffix>: digits with an optional fraction, then a binary (Ki..Ei),
-	 * decimal (m, k, M, G, T, P, E) or exponent (e3, E-2) suffix. Negative is refused. */
 	const char *p = text;
 	bool digits = false;
 	while (isdigit((unsigned char)*p))
@@ -58,24 +60,28 @@ int settings_check_quantity(const char *var, const char *text, struct err **err)
 			p++, digits = true;
 	}
 	if (!digits)
-		goto bad;
+		return false;
 	static const char *const suffixes[] = {"",  "m",  "k",  "M",  "G",  "T",  "P",
 	                                       "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
 		if (strcmp(p, suffixes[i]) == 0)
-			return 0;
-	if (*p == 'e' || *p == 'E') {
+			return true;
+	if (*p != 'e' && *p != 'E')
+		return false;
+	p++;
+	if (*p == '+' || *p == '-')
 		p++;
-		if (*p == '+' || *p == '-')
-			p++;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		while (isdigit((unsigned char)*p))
-			p++;
-		if (*p == '\0')
-			return 0;
-	}
-bad:
+	if (!isdigit((unsigned char)*p))
+		return false;
+	while (isdigit((unsigned char)*p))
+		p++;
+	return *p == '\0';
+}
+
+int settings_check_quantity(const char *var, const char *text, struct err **err)
+{
+	if (is_quantity(text))
+		return 0;
 	return err_set(
 	        err, ERR_CONFIG,
 	        "%s=%s is not a Kubernetes quantity: use e.g. 100m or 1 for CPU, 128Mi or 1Gi "
@@ -160,25 +166,26 @@ static int parse_labels(const char *var, const char *text, struct settings *s, s
 	return 0;
 }
 
-/* The environment settings are read from (settings_load_env). */
-struct envr {
-	char *const *envp;
-};
-
-/* Returns the variable's value in e, or NULL when unset or empty. */
-static const char *env(const struct envr *e, const char *name)
+const char *settings_env(char *const *envp, const char *name)
 {
 	size_t n = strlen(name);
-	for (char *const *p = e->envp; p && *p; p++)
+	for (char *const *p = envp; p && *p; p++)
 		if (strncmp(*p, name, n) == 0 && (*p)[n] == '=')
 			return (*p)[n + 1] ? *p + n + 1 : NULL;
 	return NULL;
 }
 
-static int load_duration(const struct envr *e, const char *var, int64_t def_ms, int64_t *out,
+int settings_log_level(char *const *envp, enum log_level *level, bool *set, struct err **err)
+{
+	const char *v = settings_env(envp, "KRMPOD_LOG_LEVEL");
+	*set = v != NULL;
+	return v ? log_parse_level(v, "KRMPOD_LOG_LEVEL", level, err) : 0;
+}
+
+static int load_duration(char *const *e, const char *var, int64_t def_ms, int64_t *out,
                          struct err **err)
 {
-	const char *v = env(e, var);
+	const char *v = settings_env(e, var);
 	if (v == NULL) {
 		*out = def_ms;
 		return 0;
@@ -186,10 +193,10 @@ static int load_duration(const struct envr *e, const char *var, int64_t def_ms, 
 	return settings_parse_duration(var, v, out, err);
 }
 
-static int load_quantity(const struct envr *e, const char *var, const char *def, char **out,
-                         unsigned bit, unsigned *set, struct err **err)
+static int load_quantity(char *const *e, const char *var, const char *def, char **out, unsigned bit,
+                         unsigned *set, struct err **err)
 {
-	const char *v = env(e, var);
+	const char *v = settings_env(e, var);
 	if (v)
 		*set |= bit;
 	if (v && settings_check_quantity(var, v, err) < 0)
@@ -198,9 +205,9 @@ static int load_quantity(const struct envr *e, const char *var, const char *def,
 	return 0;
 }
 
-static int load_dns_label(const struct envr *e, const char *var, char **out, struct err **err)
+static int load_dns_label(char *const *e, const char *var, char **out, struct err **err)
 {
-	const char *v = env(e, var);
+	const char *v = settings_env(e, var);
 	if (v == NULL)
 		return 0;
 	size_t n = strlen(v);
@@ -366,9 +373,9 @@ int settings_apply_overrides(struct settings *s, const char *image, struct err *
 
 /* KRMPOD_DEADLINE_MS: set by `krmpod generate` for the shims it runs, so that no function
  * (and no pod's activeDeadlineSeconds) outlives generate's own deadline. */
-static int apply_deadline(const struct envr *e, struct settings *s, struct err **err)
+static int apply_deadline(char *const *e, struct settings *s, struct err **err)
 {
-	const char *v = env(e, "KRMPOD_DEADLINE_MS");
+	const char *v = settings_env(e, "KRMPOD_DEADLINE_MS");
 	if (v == NULL)
 		return 0;
 	char *end = NULL;
@@ -379,9 +386,7 @@ static int apply_deadline(const struct envr *e, struct settings *s, struct err *
 		               "KRMPOD_DEADLINE_MS=%s is not a time in ms since the epoch (krmpod "
 		               "generate sets it; unset it when running the shim by hand)",
 		               v);
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	long long now = (long long)epoch_ms();
 	if (deadline - now <= 0)
 		return err_set(err, ERR_TIMEOUT,
 		               "generate's deadline (KRMPOD_GENERATE_TIMEOUT) passed before this "
@@ -393,17 +398,50 @@ static int apply_deadline(const struct envr *e, struct settings *s, struct err *
 	return 0;
 }
 
-extern char **environ;
-
-int settings_load(struct settings *s, struct err **err)
+/* The owner pod of the function pods (the repo-server's, from the downward API). */
+static int load_owner(char *const *e, struct settings *s, struct err **err)
 {
-	return settings_load_env(s, environ, err);
+	const char *owner = settings_env(e, "KRMPOD_OWNER_POD"),
+	           *uid = settings_env(e, "KRMPOD_OWNER_UID");
+	if ((owner == NULL) != (uid == NULL))
+		return err_set(err, ERR_CONFIG,
+		               "%s is set but %s is not: set both (from the downward API: "
+		               "metadata.name and metadata.uid) or neither",
+		               owner ? "KRMPOD_OWNER_POD" : "KRMPOD_OWNER_UID",
+		               owner ? "KRMPOD_OWNER_UID" : "KRMPOD_OWNER_POD");
+	if (owner) {
+		s->owner_pod = xstrdup(owner);
+		s->owner_uid = xstrdup(uid);
+	}
+	return load_dns_label(e, "KRMPOD_OWNER_NAMESPACE", &s->owner_namespace, err);
 }
 
-int settings_load_env(struct settings *s, char *const *envp, struct err **err)
+/* Copies a variable's value, when set, into *out. */
+static void load_string(char *const *e, const char *var, char **out)
 {
-	const struct envr envr = {envp}, *e = &envr;
-	memset(s, 0, sizeof(*s));
+	const char *v = settings_env(e, var);
+	if (v)
+		*out = xstrdup(v);
+}
+
+/* The start timeout must fit in the overall one: a default start timeout is cut to it, an
+ * explicit one that does not fit is an error. */
+static int fit_start_timeout(char *const *e, struct settings *s, struct err **err)
+{
+	if (s->start_timeout_ms <= s->timeout_ms)
+		return 0;
+	if (settings_env(e, "KRMPOD_START_TIMEOUT") == NULL) {
+		s->start_timeout_ms = s->timeout_ms;
+		return 0;
+	}
+	return err_set(err, ERR_CONFIG,
+	               "KRMPOD_START_TIMEOUT (%lld ms) is longer than KRMPOD_TIMEOUT (%lld ms): "
+	               "the start timeout must fit in the overall timeout",
+	               (long long)s->start_timeout_ms, (long long)s->timeout_ms);
+}
+
+static int load(char *const *e, struct settings *s, struct err **err)
+{
 	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
 	    load_duration(e, "KRMPOD_START_TIMEOUT", 120000, &s->start_timeout_ms, err) < 0 ||
 	    load_duration(e, "KRMPOD_TIMEOUT", 300000, &s->timeout_ms, err) < 0 ||
@@ -415,68 +453,41 @@ int settings_load_env(struct settings *s, char *const *envp, struct err **err)
 	                  SETTINGS_SET_MEMORY_REQUEST, &s->resources_set, err) < 0 ||
 	    load_quantity(e, "KRMPOD_MEMORY_LIMIT", "512Mi", &s->memory_limit,
 	                  SETTINGS_SET_MEMORY_LIMIT, &s->resources_set, err) < 0)
-		goto fail;
-	const char *labels = env(e, "KRMPOD_EXTRA_LABELS");
-	if (labels && parse_labels("KRMPOD_EXTRA_LABELS", labels, s, err) < 0)
-		goto fail;
-	const char *owner = env(e, "KRMPOD_OWNER_POD"), *uid = env(e, "KRMPOD_OWNER_UID");
-	if ((owner == NULL) != (uid == NULL)) {
-		err_set(err, ERR_CONFIG,
-		        "%s is set but %s is not: set both (from the downward API: metadata.name "
-		        "and "
-		        "metadata.uid) or neither",
-		        owner ? "KRMPOD_OWNER_POD" : "KRMPOD_OWNER_UID",
-		        owner ? "KRMPOD_OWNER_UID" : "KRMPOD_OWNER_POD");
-		goto fail;
-	}
-	if (owner) {
-		s->owner_pod = xstrdup(owner);
-		s->owner_uid = xstrdup(uid);
-	}
-	if (load_dns_label(e, "KRMPOD_OWNER_NAMESPACE", &s->owner_namespace, err) < 0)
-		goto fail;
-	if (apply_deadline(e, s, err) < 0)
-		goto fail;
-	const char *net = env(e, "KRMPOD_ALLOW_NETWORK");
+		return -1;
+	const char *labels = settings_env(e, "KRMPOD_EXTRA_LABELS");
+	if ((labels && parse_labels("KRMPOD_EXTRA_LABELS", labels, s, err) < 0) ||
+	    load_owner(e, s, err) < 0 || apply_deadline(e, s, err) < 0)
+		return -1;
+	const char *net = settings_env(e, "KRMPOD_ALLOW_NETWORK");
 	if (net && settings_parse_bool("KRMPOD_ALLOW_NETWORK", net, &s->allow_network, err) < 0)
-		goto fail;
+		return -1;
 	if (load_quantity(e, "KRMPOD_MAX_CPU_LIMIT", s->cpu_limit, &s->max_cpu_limit, 0,
 	                  &s->resources_set, err) < 0 ||
 	    load_quantity(e, "KRMPOD_MAX_MEMORY_LIMIT", s->memory_limit, &s->max_memory_limit, 0,
 	                  &s->resources_set, err) < 0)
-		goto fail;
-	const char *ovr = env(e, "KRMPOD_FN_OVERRIDES");
-	if (ovr)
-		s->fn_overrides = xstrdup(ovr);
-	const char *pre = env(e, "KRMPOD_PRESTART_DIR");
-	if (pre)
-		s->prestart_dir = xstrdup(pre);
-	const char *tmpl = env(e, "KRMPOD_POD_TEMPLATE");
-	if (tmpl)
-		s->pod_template = xstrdup(tmpl);
-	const char *helper = env(e, "KRMPOD_HELPER_IMAGE");
-	if (helper)
-		s->helper_image = xstrdup(helper);
-	const char *mmax = env(e, "KRMPOD_MOUNT_MAX_BYTES");
+		return -1;
+	load_string(e, "KRMPOD_FN_OVERRIDES", &s->fn_overrides);
+	load_string(e, "KRMPOD_PRESTART_DIR", &s->prestart_dir);
+	load_string(e, "KRMPOD_POD_TEMPLATE", &s->pod_template);
+	load_string(e, "KRMPOD_HELPER_IMAGE", &s->helper_image);
+	load_string(e, "KRMPOD_CONTEXT", &s->kube_context);
+	load_string(e, "KRMPOD_SERVICEACCOUNT_DIR", &s->serviceaccount_dir);
+	const char *mmax = settings_env(e, "KRMPOD_MOUNT_MAX_BYTES");
 	s->mount_max_bytes = 64LL << 20;
 	if (mmax &&
 	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
-		goto fail;
-	if (s->start_timeout_ms > s->timeout_ms && env(e, "KRMPOD_START_TIMEOUT") == NULL) {
-		s->start_timeout_ms =
-		        s->timeout_ms; /* the default start timeout fits the overall one */
-	} else if (s->start_timeout_ms > s->timeout_ms) {
-		err_set(err, ERR_CONFIG,
-		        "KRMPOD_START_TIMEOUT (%lld ms) is longer than KRMPOD_TIMEOUT (%lld ms): "
-		        "the "
-		        "start timeout must fit in the overall timeout",
-		        (long long)s->start_timeout_ms, (long long)s->timeout_ms);
-		goto fail;
+		return -1;
+	return fit_start_timeout(e, s, err);
+}
+
+int settings_load_env(struct settings *s, char *const *envp, struct err **err)
+{
+	memset(s, 0, sizeof(*s));
+	if (load(envp, s, err) < 0) {
+		settings_clear(s);
+		return -1;
 	}
 	return 0;
-fail:
-	settings_clear(s);
-	return -1;
 }
 
 void settings_clear(struct settings *s)
@@ -501,5 +512,7 @@ void settings_clear(struct settings *s)
 	free(s->max_memory_limit);
 	free(s->fn_overrides);
 	free(s->prestart_dir);
+	free(s->kube_context);
+	free(s->serviceaccount_dir);
 	memset(s, 0, sizeof(*s));
 }

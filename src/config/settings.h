@@ -1,4 +1,5 @@
 /* settings.h — krmpod's settings from the environment (documented in README.md, "Settings").
+ * This folder, src/config/, is the settings module: nothing else reads a KRMPOD_* variable.
  * Every variable is validated; a bad value is an ERR_CONFIG error naming the variable, its
  * value and the expected form. */
 #ifndef KRMPOD_SETTINGS_H
@@ -10,6 +11,7 @@
 
 #include "base/err.h"
 #include "base/json.h"
+#include "base/log.h"
 
 struct label {
 	char *key;
@@ -60,9 +62,14 @@ struct settings {
 	/* KRMPOD_FN_OVERRIDES: a file `krmpod generate` writes with the per-function
 	 * annotations it found (image TAB cpu TAB memory per line); NULL when unset. */
 	char *fn_overrides;
-	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (prestart.h);
+	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (fn/prestart_offer.h);
 	 * NULL when unset. */
 	char *prestart_dir;
+	/* KRMPOD_CONTEXT: the kubeconfig context to use instead of current-context; NULL. */
+	char *kube_context;
+	/* KRMPOD_SERVICEACCOUNT_DIR: where the in-cluster token, ca.crt and namespace are
+	 * (default /var/run/secrets/kubernetes.io/serviceaccount); NULL when unset. */
+	char *serviceaccount_dir;
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u
@@ -74,10 +81,15 @@ struct settings {
  * On failure *s is cleared. The function-run settings are resolved from this through
  * fn_config.h, never read piecemeal. */
 int settings_load_env(struct settings *s, char *const *envp, struct err **err);
-
-/* settings_load_env() on the process environment. */
-int settings_load(struct settings *s, struct err **err);
 void settings_clear(struct settings *s);
+
+/* The value of variable `name` in envp, or NULL when it is unset or empty. The settings
+ * module (src/config/) is the only one that reads KRMPOD_* variables. */
+const char *settings_env(char *const *envp, const char *name);
+
+/* KRMPOD_LOG_LEVEL (error, warn, info, debug): *set says whether it is set; when it is,
+ * *level receives it. An invalid value is an ERR_CONFIG error naming the variable. */
+int settings_log_level(char *const *envp, enum log_level *level, bool *set, struct err **err);
 
 /* Parses a duration: "90" (seconds), "500ms", "90s", "2m", "1h"; > 0. `var` names the
  * variable for the error. */

@@ -6,16 +6,17 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/json.h"
 #include "base/log.h"
+#include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "kube/kube_api.h"
 #include "pod/pod_spec.h"
 #include "pod/pod_template.h"
 
-int fn_config_base(char *const *envp, const struct kube_config *cfg, struct settings *out,
-                   struct err **err)
+/* The namespace and owner rules (fn_config.h) on loaded settings. */
+static void apply_rules(struct settings *out, const struct kube_config *cfg)
 {
-	if (settings_load_env(out, envp, err) < 0)
-		return -1;
 	if (out->namespace == NULL)
 		out->namespace = xstrdup(cfg->namespace ? cfg->namespace : "default");
 	if (out->owner_pod && out->owner_namespace &&
@@ -28,6 +29,78 @@ int fn_config_base(char *const *envp, const struct kube_config *cfg, struct sett
 		free(out->owner_uid);
 		out->owner_pod = out->owner_uid = NULL;
 	}
+}
+
+int fn_config_base(char *const *envp, const struct kube_config *cfg, struct settings *out,
+                   struct err **err)
+{
+	if (settings_load_env(out, envp, err) < 0)
+		return -1;
+	apply_rules(out, cfg);
+	return 0;
+}
+
+int fn_config_load(char *const *envp, struct settings *s, struct kube_config **cfg,
+                   struct err **err)
+{
+	*cfg = NULL;
+	if (settings_load_env(s, envp, err) < 0)
+		return -1;
+	struct kube_config_opts o = {.context = s->kube_context, .sa_dir = s->serviceaccount_dir};
+	if (kube_config_load(&o, cfg, err) < 0) {
+		settings_clear(s);
+		return -1;
+	}
+	apply_rules(s, *cfg);
+	return 0;
+}
+
+int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct err **err)
+{
+	if (s->pod_template == NULL || s->template_doc)
+		return 0;
+	const char *ns = s->namespace;
+	cleanup_free char *what = NULL;
+	struct json *doc = NULL;
+	if (strchr(s->pod_template, '/')) {
+		what = xasprintf("KRMPOD_POD_TEMPLATE file %s", s->pod_template);
+		cleanup_free char *text = NULL;
+		size_t len = 0;
+		if (buf_read_file(s->pod_template, LIMIT_KUSTOMIZE_FILE, "KRMPOD_POD_TEMPLATE file",
+		                  ERR_CONFIG, &text, &len, err) < 0 ||
+		    json_parse(text, len, what, &doc, err) < 0)
+			return -1;
+	} else {
+		what = xasprintf("KRMPOD_POD_TEMPLATE: PodTemplate %s/%s", ns, s->pod_template);
+		cleanup_kube_client struct kube_client *c = NULL;
+		long status = 0;
+		if (kube_client_new(cfg, &c, err) < 0)
+			return -1;
+		if (kube_api_podtemplate_get(c, ns, s->pod_template, &status, &doc, err) < 0) {
+			if (status == 404)
+				return err_set(
+				        err, ERR_CONFIG,
+				        "%s does not exist: create it (kubectl -n %s create -f "
+				        "podtemplate.yaml) or unset KRMPOD_POD_TEMPLATE",
+				        what, ns);
+			return err_wrap(err, "%s", what);
+		}
+	}
+	return pod_template_adopt(s, doc, what, err);
+}
+
+int fn_config_apply_request(struct settings *s, struct kube_config *cfg,
+                            const struct fn_request *req, struct err **err)
+{
+	if (req->network == FN_NETWORK_HOST && !s->allow_network)
+		return err_set(err, ERR_USAGE,
+		               "function %s asks for network access (network: true in its config, "
+		               "docker run --network host), but the cluster admin has not allowed "
+		               "it: KRMPOD_ALLOW_NETWORK is not true",
+		               req->image);
+	if (fn_config_load_template(s, cfg, err) < 0 ||
+	    settings_apply_overrides(s, req->image, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -36,16 +109,7 @@ int fn_config_resolve(char *const *envp, struct kube_config *cfg, const struct f
 {
 	if (fn_config_base(envp, cfg, out, err) < 0)
 		return -1;
-	if (req->network == FN_NETWORK_HOST && !out->allow_network) {
-		settings_clear(out);
-		return err_set(err, ERR_USAGE,
-		               "function %s asks for network access (network: true in its config, "
-		               "docker run --network host), but the cluster admin has not allowed "
-		               "it: KRMPOD_ALLOW_NETWORK is not true",
-		               req->image);
-	}
-	if (pod_template_load(out, cfg, out->namespace, err) < 0 ||
-	    settings_apply_overrides(out, req->image, err) < 0) {
+	if (fn_config_apply_request(out, cfg, req, err) < 0) {
 		settings_clear(out);
 		return -1;
 	}

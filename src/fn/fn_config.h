@@ -30,13 +30,30 @@
 #include "config/settings.h"
 #include "kube/kubeconfig.h"
 
+/* What every command that talks to the cluster starts with (the shim, run, generate, doctor,
+ * gc): the settings from envp, the cluster configuration they point at (KRMPOD_CONTEXT,
+ * KRMPOD_SERVICEACCOUNT_DIR; kubeconfig.h), then the namespace and owner rules below. On
+ * failure *s is cleared and *cfg NULL. */
+int fn_config_load(char *const *envp, struct settings *s, struct kube_config **cfg,
+                   struct err **err);
+
 /* The settings every function shares: loaded from envp with the namespace and owner rules
  * applied. No I/O. On failure *out is cleared. */
 int fn_config_base(char *const *envp, const struct kube_config *cfg, struct settings *out,
                    struct err **err);
 
-/* The settings for running req: fn_config_base(), then the network rule (ERR_USAGE naming
- * the image and KRMPOD_ALLOW_NETWORK), the PodTemplate and the image's resource limits.
+/* Reads the PodTemplate KRMPOD_POD_TEMPLATE names into s (pod_template.h): its file, or
+ * the PodTemplate of s->namespace with one GET (ERR_CONFIG naming it when it does not
+ * exist). A no-op without KRMPOD_POD_TEMPLATE or when s holds the template already. */
+int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct err **err);
+
+/* The rules for running req on top of s: the network rule (ERR_USAGE naming the image and
+ * KRMPOD_ALLOW_NETWORK), the PodTemplate and the image's resource limits. On failure s
+ * is left for the caller to clear. */
+int fn_config_apply_request(struct settings *s, struct kube_config *cfg,
+                            const struct fn_request *req, struct err **err);
+
+/* The settings for running req: fn_config_base(), then fn_config_apply_request().
  * On failure *out is cleared. */
 int fn_config_resolve(char *const *envp, struct kube_config *cfg, const struct fn_request *req,
                       struct settings *out, struct err **err);

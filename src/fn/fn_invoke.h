@@ -1,6 +1,6 @@
-/* fn_invoke.h — the whole of "run one function" behind the shim and `krmpod run`: load the
- * cluster configuration, resolve the run settings from the process environment
- * (fn_config.h), and run the pod. */
+/* fn_invoke.h — the whole of "run one function" behind the shim and `krmpod run`: the
+ * settings and the cluster configuration resolved once from the environment (fn_config.h),
+ * the request's own rules on top, then the pod (fn_run.h). */
 #ifndef KRMPOD_FN_INVOKE_H
 #define KRMPOD_FN_INVOKE_H
 
@@ -8,8 +8,8 @@
 #include "config/fn_request.h"
 #include "fn/fn_run.h"
 
-/* Returns like fn_run(). */
-int fn_invoke(const struct fn_request *req, const struct fn_io *io, int *exit_code,
-              struct err **err);
+/* Runs req with the settings in envp (NAME=VALUE strings). Returns like fn_run(). */
+int fn_invoke(char *const *envp, const struct fn_request *req, const struct fn_io *io,
+              int *exit_code, struct err **err);
 
 #endif

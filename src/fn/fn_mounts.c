@@ -1,7 +1,7 @@
 /* fn_mounts.c — see fn_mounts.h.
  *
  * Threads: the tar is written by a writer thread into a pipe whose read end is the attach's
- * stdin (kube_attach reads it in chunks and sends each as one stdin message), so memory stays
+ * stdin (kube_stream reads it in chunks and sends each as one stdin message), so memory stays
  * bounded whatever the size of the mounts. The writer ends by closing its end of the pipe
  * after the tar's end marker; the helper stops reading at the marker and exits. If the
  * stream ends first (the helper failed), closing the read end stops the writer (EPIPE).
@@ -21,9 +21,8 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xalloc.h"
-#include "kube/kube_http.h"
-#include "kube/kube_stream.h"
 #include "pod/pod_mounts.h"
+#include "pod/pod_names.h"
 
 /* Time for the helper's exit to show in the pod status once its stream ended. */
 #define DONE_WAIT_MS 30000
@@ -56,16 +55,6 @@ static bool is_helper(const struct pod_state *st)
 	return strcmp(st->init_name, POD_MOUNTS_CONTAINER_NAME) == 0;
 }
 
-static int cancelled(const struct fn_mounts_pod *p, struct err **err)
-{
-	int signo = *p->cancel;
-	err_set(err, ERR_SIGNAL,
-	        "function %s: interrupted by signal %d while delivering its mounts", p->image,
-	        signo);
-	(*err)->signo = signo;
-	return -1;
-}
-
 /* The last non-empty line of a termination message (the helper's error). */
 static void last_line(const char *msg, char *out, size_t size)
 {
@@ -78,55 +67,53 @@ static void last_line(const char *msg, char *out, size_t size)
 	snprintf(out, size, "%.*s", (int)(n - start), msg + start);
 }
 
-static int helper_failed(const struct fn_mounts_pod *p, const struct pod_state *st,
-                         struct err **err)
+static int helper_failed(const struct fn_pod *p, const struct pod_state *st, struct err **err)
 {
 	char line[1024];
 	last_line(st->init_message, line, sizeof(line));
 	err_set(err, ERR_POD,
 	        "function %s: the mounts helper (`krmpod unpack` in %s, KRMPOD_HELPER_IMAGE) of "
 	        "pod %s/%s failed with exit code %d%s%s",
-	        p->image, p->helper_image, p->ns, p->pod, st->init_exit_code, line[0] ? ": " : "",
-	        line);
+	        fn_pod_request(p)->image, fn_pod_settings(p)->helper_image, fn_pod_namespace(p),
+	        fn_pod_name(p), st->init_exit_code, line[0] ? ": " : "", line);
 	snprintf((*err)->reason, sizeof((*err)->reason), "%s",
 	         st->init_reason[0] ? st->init_reason : "Error");
 	return -1;
 }
 
-static int pod_gone_or_failed(const struct fn_mounts_pod *p, const struct pod_state *st,
-                              struct err **err)
+static int pod_gone_or_failed(const struct fn_pod *p, const struct pod_state *st, struct err **err)
 {
+	const char *image = fn_pod_request(p)->image, *ns = fn_pod_namespace(p);
 	if (st->deleted)
 		return err_set(err, ERR_POD,
-		               "function %s: pod %s/%s was deleted while its mounts "
-		               "were delivered",
-		               p->image, p->ns, p->pod);
+		               "function %s: pod %s/%s was deleted while its mounts were delivered",
+		               image, ns, fn_pod_name(p));
 	err_set(err, ERR_POD,
-	        "function %s: pod %s/%s failed while its mounts were delivered: %s: %s", p->image,
-	        p->ns, p->pod, st->pod_reason[0] ? st->pod_reason : st->phase,
+	        "function %s: pod %s/%s failed while its mounts were delivered: %s: %s", image, ns,
+	        fn_pod_name(p), st->pod_reason[0] ? st->pod_reason : st->phase,
 	        st->pod_message[0] ? st->pod_message : "(no message)");
 	snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->pod_reason);
 	return -1;
 }
 
-/* Looks at the state while waiting for the helper to run: 1 = it runs, 0 = wait on, -1 =
- * failed. */
-static int check_starting(const struct fn_mounts_pod *p, const struct pod_state *st,
-                          int64_t *pull_since, int64_t now, int64_t *recheck, struct err **err)
+/* fn_pod_wait's condition while the helper starts: 1 = it runs; ud is the ErrImagePull
+ * clock (pod_waiting_is_fatal). */
+static int helper_runs(struct fn_pod *p, const struct pod_state *st, int64_t now, int64_t *recheck,
+                       void *ud, struct err **err)
 {
 	if (is_helper(st) && st->init_cstate == CS_RUNNING)
 		return 1;
 	if (is_helper(st) && st->init_cstate == CS_TERMINATED)
 		return helper_failed(p, st, err);
 	if (is_helper(st) && st->init_cstate == CS_WAITING &&
-	    pod_waiting_is_fatal(st->init_reason, pull_since, now, recheck)) {
+	    pod_waiting_is_fatal(st->init_reason, ud, now, recheck)) {
 		err_set(err, ERR_POD,
 		        "function %s: the mounts helper of pod %s/%s cannot start: %s: %s (the "
 		        "image is KRMPOD_HELPER_IMAGE=%s: it must be krmpod's own image, pullable "
-		        "by "
-		        "the nodes)",
-		        p->image, p->ns, p->pod, st->init_reason,
-		        st->init_message[0] ? st->init_message : "(no message)", p->helper_image);
+		        "by the nodes)",
+		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		        st->init_reason, st->init_message[0] ? st->init_message : "(no message)",
+		        fn_pod_settings(p)->helper_image);
 		snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->init_reason);
 		return -1;
 	}
@@ -136,76 +123,59 @@ static int check_starting(const struct fn_mounts_pod *p, const struct pod_state 
 		return err_set(err, ERR_POD,
 		               "function %s: pod %s/%s: the mounts helper ended before it received "
 		               "the files",
-		               p->image, p->ns, p->pod);
+		               fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p));
 	return 0;
 }
 
-static int wait_running(const struct fn_mounts_pod *p, struct pod_state *st, struct err **err)
+static int wait_running(struct fn_pod *p, struct pod_state *st, struct err **err)
 {
-	uint64_t seen = 0;
-	int64_t pull_since = 0;
-	for (;;) {
-		int64_t now = now_ms(), recheck = 0;
-		if (st->generation > 0) {
-			int rc = check_starting(p, st, &pull_since, now, &recheck, err);
-			if (rc != 0)
-				return rc < 0 ? -1 : 0;
-		}
-		if (now >= p->deadline || now >= p->start_deadline) {
-			const char *what =
-			        now >= p->deadline ? "KRMPOD_TIMEOUT" : "KRMPOD_START_TIMEOUT";
-			char detail[600];
-			if (st->init_reason[0])
-				snprintf(detail, sizeof(detail), "%s%s%.500s", st->init_reason,
-				         st->init_message[0] ? ": " : "", st->init_message);
-			else
-				snprintf(detail, sizeof(detail), "phase %s",
-				         st->phase[0] ? st->phase : "unknown");
-			return err_set(
-			        err, ERR_TIMEOUT,
-			        "function %s: the mounts helper (KRMPOD_HELPER_IMAGE=%s) of pod "
-			        "%s/%s did not start within %s: %s; raise %s if the cluster is "
-			        "slow to start pods",
-			        p->image, p->helper_image, p->ns, p->pod, what, detail, what);
-		}
-		int64_t until = min64(p->start_deadline, p->deadline);
-		if (recheck)
-			until = min64(until, recheck);
-		if (pod_watch_wait(p->watch, seen, until, p->cancel, st, err) < 0)
-			return err_wrap(err, "watch pod %s/%s", p->ns, p->pod);
-		if (*p->cancel)
-			return cancelled(p, err);
-		seen = st->generation;
-	}
+	int64_t pull_since = 0, deadline = fn_pod_deadline(p);
+	int64_t until = min64(fn_pod_start_deadline(p), deadline);
+	int rc = fn_pod_wait(p, until, helper_runs, &pull_since, st, err);
+	if (rc != 1)
+		return rc;
+	const char *what = now_ms() >= deadline ? "KRMPOD_TIMEOUT" : "KRMPOD_START_TIMEOUT";
+	char detail[600];
+	if (st->init_reason[0])
+		snprintf(detail, sizeof(detail), "%s%s%.500s", st->init_reason,
+		         st->init_message[0] ? ": " : "", st->init_message);
+	else
+		snprintf(detail, sizeof(detail), "phase %s", st->phase[0] ? st->phase : "unknown");
+	return err_set(err, ERR_TIMEOUT,
+	               "function %s: the mounts helper (KRMPOD_HELPER_IMAGE=%s) of pod %s/%s did "
+	               "not start within %s: %s; raise %s if the cluster is slow to start pods",
+	               fn_pod_request(p)->image, fn_pod_settings(p)->helper_image,
+	               fn_pod_namespace(p), fn_pod_name(p), what, detail, what);
 }
 
-/* After the stream: waits until the helper exited 0 (the init containers are done). */
-static int wait_done(const struct fn_mounts_pod *p, struct pod_state *st, struct err **err)
+/* fn_pod_wait's condition after the stream: 1 = the helper exited 0 (the init containers
+ * are done). */
+static int helper_done(struct fn_pod *p, const struct pod_state *st, int64_t now, int64_t *recheck,
+                       void *ud, struct err **err)
 {
-	int64_t until = min64(p->deadline, now_ms() + DONE_WAIT_MS);
-	uint64_t seen = 0;
-	for (;;) {
-		if (st->generation > 0) {
-			if (st->init_done || (st->init_name[0] && !is_helper(st)))
-				return 0;
-			if (is_helper(st) && st->init_cstate == CS_TERMINATED)
-				return helper_failed(p, st, err);
-			if (st->deleted || strcmp(st->phase, "Failed") == 0)
-				return pod_gone_or_failed(p, st, err);
-		}
-		int rc = pod_watch_wait(p->watch, seen, until, p->cancel, st, err);
-		if (rc < 0)
-			return err_wrap(err, "watch pod %s/%s", p->ns, p->pod);
-		if (*p->cancel)
-			return cancelled(p, err);
-		if (rc == 1)
-			return err_set(
-			        err, ERR_TIMEOUT,
-			        "function %s: pod %s/%s: the mounts were sent but the helper did "
-			        "not finish within %lld ms",
-			        p->image, p->ns, p->pod, (long long)DONE_WAIT_MS);
-		seen = st->generation;
-	}
+	(void)now;
+	(void)recheck;
+	(void)ud;
+	if (st->init_done || (st->init_name[0] && !is_helper(st)))
+		return 1;
+	if (is_helper(st) && st->init_cstate == CS_TERMINATED)
+		return helper_failed(p, st, err);
+	if (st->deleted || strcmp(st->phase, "Failed") == 0)
+		return pod_gone_or_failed(p, st, err);
+	return 0;
+}
+
+static int wait_done(struct fn_pod *p, struct pod_state *st, struct err **err)
+{
+	int64_t until = min64(fn_pod_deadline(p), now_ms() + DONE_WAIT_MS);
+	int rc = fn_pod_wait(p, until, helper_done, NULL, st, err);
+	if (rc == 1)
+		return err_set(err, ERR_TIMEOUT,
+		               "function %s: pod %s/%s: the mounts were sent but the helper did "
+		               "not finish within %lld ms",
+		               fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		               (long long)DONE_WAIT_MS);
+	return rc;
 }
 
 struct writer {
@@ -227,30 +197,25 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+#define DURING "while delivering its mounts"
+
 /* Attaches to the helper and streams the tar; returns after the stream ended. */
-static int transfer(const struct fn_mounts_pod *p, const struct mount_plan *plan,
-                    struct fn_mounts_result *res, struct err **err)
+static int transfer(struct fn_pod *p, const struct mount_plan *plan, int err_fd,
+                    uint64_t *tar_bytes, struct err **err)
 {
+	const char *image = fn_pod_request(p)->image, *ns = fn_pod_namespace(p);
+	const char *pod = fn_pod_name(p);
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return err_set(err, ERR_IO, "mounts: pipe: %s", strerror(errno));
-	cleanup_free char *path = kube_attach_path(p->ns, p->pod, POD_MOUNTS_CONTAINER_NAME, true);
-	struct kube_stream_opts o = {
-	        .path = path,
-	        .in_fd = fds[0],
-	        .out_fd = -1,
-	        .err_fd = p->err_fd,
-	        .cancel = p->cancel,
-	        .deadline_ms = p->deadline,
-	};
+	struct kube_stream_opts o = {.in_fd = fds[0], .out_fd = -1, .err_fd = err_fd};
 	struct kube_stream *stream = NULL;
-	res->stream_requests++;
-	if (kube_stream_open(p->cfg, &o, &stream, err) < 0) {
+	if (fn_pod_attach(p, POD_MOUNTS_CONTAINER_NAME, true, &o, &stream, err) < 0) {
 		close(fds[0]);
 		close(fds[1]);
-		if (*p->cancel)
-			return cancelled(p, err);
-		return err_wrap(err, "attach to the mounts helper of pod %s/%s", p->ns, p->pod);
+		if (fn_pod_is_cancelled(p))
+			return fn_pod_cancelled(p, DURING, err);
+		return err_wrap(err, "attach to the mounts helper of pod %s/%s", ns, pod);
 	}
 	struct writer w = {.plan = plan, .fd = fds[1]};
 	if (pthread_create(&w.thread, NULL, writer_main, &w) != 0) {
@@ -265,45 +230,46 @@ static int transfer(const struct fn_mounts_pod *p, const struct mount_plan *plan
 	kube_stream_result_clear(&sr);
 	close(fds[0]); /* a writer still writing gets EPIPE */
 	pthread_join(w.thread, NULL);
-	res->tar_bytes = w.written;
+	*tar_bytes = w.written;
 	/* A file that changed or could not be read is the cause of whatever followed; a
 	 * closed pipe (ERR_NET) is only the consequence of the stream ending. */
 	if (w.err && w.err->code != ERR_NET) {
 		err_free(*err);
 		*err = w.err;
-		return err_wrap(err, "function %s", p->image);
+		return err_wrap(err, "function %s", image);
 	}
 	err_free(w.err);
-	if (rc < 0) {
-		if (*p->cancel)
-			return cancelled(p, err);
-		if ((*err)->code == ERR_TIMEOUT)
-			return err_wrap(err,
-			                "function %s: KRMPOD_TIMEOUT ran out while sending its "
-			                "mounts to pod %s/%s",
-			                p->image, p->ns, p->pod);
-		return err_wrap(err, "send the mounts to pod %s/%s", p->ns, p->pod);
-	}
-	return 0;
+	if (rc == 0)
+		return 0;
+	if (fn_pod_is_cancelled(p))
+		return fn_pod_cancelled(p, DURING, err);
+	if ((*err)->code == ERR_TIMEOUT)
+		return err_wrap(err,
+		                "function %s: KRMPOD_TIMEOUT ran out while sending its mounts to "
+		                "pod %s/%s",
+		                image, ns, pod);
+	return err_wrap(err, "send the mounts to pod %s/%s", ns, pod);
 }
 
-int fn_mounts_deliver(const struct fn_mounts_pod *p, const struct mount_plan *plan,
-                      struct fn_mounts_result *res, struct err **err)
+int fn_mounts_deliver(struct fn_pod *p, const struct mount_plan *plan, int err_fd, struct err **err)
 {
-	*res = (struct fn_mounts_result){0};
 	struct pod_state st = {0};
-	if (wait_running(p, &st, err) < 0)
-		return -1;
+	uint64_t tar_bytes = 0;
+	int rc = wait_running(p, &st, err);
 	int64_t t0 = now_ms();
-	int rc = transfer(p, plan, res, err);
+	if (rc == 0)
+		rc = transfer(p, plan, err_fd, &tar_bytes, err);
 	if (rc == 0)
 		rc = wait_done(p, &st, err);
-	res->transfer_ms = now_ms() - t0;
+	int64_t transfer_ms = now_ms() - t0;
+	fn_pod_extend_start(p, transfer_ms); /* sending files is not starting the pod */
+	if (rc < 0 && err_code_of(err) == ERR_SIGNAL)
+		return fn_pod_cancelled(p, DURING, err);
 	if (rc < 0)
 		return -1;
 	log_info("mounts: %zu entries, %llu bytes of files (%llu bytes of tar) delivered in %lld "
 	         "ms",
 	         mount_plan_entries(plan), (unsigned long long)mount_plan_bytes(plan),
-	         (unsigned long long)res->tar_bytes, (long long)res->transfer_ms);
+	         (unsigned long long)tar_bytes, (long long)transfer_ms);
 	return 0;
 }

@@ -8,7 +8,7 @@
  *   to its stdin (one WebSocket, like the function's own attach), streams the tar from a
  *   writer thread, and waits until the container has unpacked everything and exited 0. The
  *   helper's stderr reaches the user's stderr. Then the function container starts and
- *   fn_run attaches to it as usual.
+ *   fn_run attaches to it as usual. All waits go through fn_pod_wait().
  */
 #ifndef KRMPOD_FN_MOUNTS_H
 #define KRMPOD_FN_MOUNTS_H
@@ -19,8 +19,7 @@
 #include "base/err.h"
 #include "config/fn_request.h"
 #include "config/settings.h"
-#include "kube/kube_watch.h"
-#include "kube/kubeconfig.h"
+#include "fn/fn_pod.h"
 #include "mounts/mounts.h"
 
 /* When req has bind mounts: fails with ERR_CONFIG naming KRMPOD_HELPER_IMAGE when it is not
@@ -30,31 +29,13 @@
 int fn_mounts_prepare(const struct fn_request *req, const struct settings *s,
                       struct mount_plan **out, struct err **err);
 
-/* The pod the mounts go into. Everything is borrowed. */
-struct fn_mounts_pod {
-	struct kube_config *cfg;
-	const char *ns, *pod;
-	const char *image;        /* the function's, for messages */
-	const char *helper_image; /* KRMPOD_HELPER_IMAGE, for messages */
-	struct pod_watch *watch;  /* the pod's watch (fn_run's) */
-	volatile sig_atomic_t *cancel;
-	int err_fd;             /* where the helper's stderr goes */
-	int64_t deadline;       /* overall deadline (now_ms clock) */
-	int64_t start_deadline; /* for the helper container to start (KRMPOD_START_TIMEOUT) */
-};
-
-struct fn_mounts_result {
-	unsigned stream_requests; /* WebSocket connections made (for the request count) */
-	int64_t transfer_ms;      /* from the attach to the helper's successful exit */
-	uint64_t tar_bytes;       /* archive bytes sent */
-};
-
-/* Delivers plan into p's pod as described above. Fails (the caller deletes the pod) with
- * ERR_POD when the helper cannot start (naming KRMPOD_HELPER_IMAGE and the cluster's
- * reason) or exits non-zero (with its message), ERR_IO when a file changed while being sent,
- * ERR_TIMEOUT / ERR_SIGNAL like fn_run, ERR_NET / ERR_API for a failed attach. *res is
- * filled in every case. */
-int fn_mounts_deliver(const struct fn_mounts_pod *p, const struct mount_plan *plan,
-                      struct fn_mounts_result *res, struct err **err);
+/* Delivers plan into the pod of p as described above; the helper's stderr goes to err_fd.
+ * Fails (the caller deletes the pod) with ERR_POD when the helper cannot start (naming
+ * KRMPOD_HELPER_IMAGE and the cluster's reason) or exits non-zero (with its message),
+ * ERR_IO when a file changed while being sent, ERR_TIMEOUT, ERR_SIGNAL ("while delivering
+ * its mounts"), ERR_NET / ERR_API for a failed attach. The time spent sending moves the
+ * pod's start deadline later. */
+int fn_mounts_deliver(struct fn_pod *p, const struct mount_plan *plan, int err_fd,
+                      struct err **err);
 
 #endif

@@ -151,7 +151,7 @@ static const char *http_phrase(long status)
 	return "";
 }
 
-static const char *k8s_reason(long status)
+const char *kube_status_reason(long status)
 {
 	for (size_t i = 0; i < sizeof(status_names) / sizeof(status_names[0]); i++)
 		if (status_names[i].status == status)
@@ -239,7 +239,7 @@ int kube_status_error(const char *method, const char *path, long status, const c
 	if (err) {
 		(*err)->http_status = (int)status;
 		snprintf((*err)->reason, sizeof((*err)->reason), "%s",
-		         reason ? reason : k8s_reason(status));
+		         reason ? reason : kube_status_reason(status));
 	}
 	return -1;
 }
@@ -322,68 +322,25 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
-/* A CA bundle for when the configuration names none: curl's built-in default if it has
- * one that exists, else the usual system locations. NULL if nothing is found. */
-static const char *default_ca_file(void)
-{
-	static const char *const known[] = {
-	        "/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine, Arch */
-	        "/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
-	        "/etc/ssl/cert.pem",                  /* Alpine, macOS, BSDs */
-	        "/etc/ssl/ca-bundle.pem",             /* openSUSE */
-	};
-	const curl_version_info_data *vi = curl_version_info(CURLVERSION_NOW);
-	if (vi->cainfo && access(vi->cainfo, R_OK) == 0)
-		return vi->cainfo;
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (access(known[i], R_OK) == 0)
-			return known[i];
-	return NULL;
-}
-
 /* Base URL and CONNECT_TO entry: with tls_server_name the URL names that host (curl then
  * sends it as SNI and verifies the certificate against it) while CONNECT_TO sends the
- * connection to the real server. */
-static int setup_url(struct kube_client *c, struct err **err)
+ * connection to the real server. The server's path prefix stays in the base URL. */
+static void setup_url(struct kube_client *c)
 {
-	const char *server = c->cfg->server;
-	size_t n = strlen(server);
-	while (n > 0 && server[n - 1] == '/')
-		n--;
-	if (c->cfg->tls_server_name == NULL || *c->cfg->tls_server_name == '\0') {
-		c->base_url = xstrndup(server, n);
-		return 0;
+	const struct kube_config *cfg = c->cfg;
+	const char *name = cfg->tls_server_name;
+	if (name == NULL || *name == '\0') {
+		c->base_url = xstrdup(cfg->server);
+		return;
 	}
-	CURLU *u = curl_url();
-	if (u == NULL)
-		return err_set(err, ERR_INTERNAL, "curl_url failed");
-	char *scheme = NULL, *host = NULL, *port = NULL, *upath = NULL;
-	int rc = 0;
-	if (curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PATH, &upath, 0) != CURLUE_OK) {
-		rc = err_set(err, ERR_CONFIG, "%s: server URL %s cannot be parsed", c->cfg->source,
-		             server);
-	} else {
-		const char *name = c->cfg->tls_server_name;
-		bool v6 = strchr(name, ':') != NULL;
-		size_t pl = strlen(upath);
-		while (pl > 0 && upath[pl - 1] == '/')
-			pl--;
-		c->base_url = xasprintf("%s://%s%s%s:%s%.*s", scheme, v6 ? "[" : "", name,
-		                        v6 ? "]" : "", port, (int)pl, upath);
-		cleanup_free char *entry = xasprintf("%s%s%s:%s:%s:%s", v6 ? "[" : "", name,
-		                                     v6 ? "]" : "", port, host, port);
-		c->connect_to = curl_slist_append(NULL, entry);
-	}
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_free(upath);
-	curl_url_cleanup(u);
-	return rc;
+	const struct kube_server *srv = &cfg->srv;
+	bool v6 = strchr(name, ':') != NULL, host_v6 = strchr(srv->host, ':') != NULL;
+	c->base_url = xasprintf("%s://%s%s%s:%d%s", srv->scheme, v6 ? "[" : "", name, v6 ? "]" : "",
+	                        srv->port, srv->prefix);
+	cleanup_free char *entry =
+	        xasprintf("%s%s%s:%d:%s%s%s:%d", v6 ? "[" : "", name, v6 ? "]" : "", srv->port,
+	                  host_v6 ? "[" : "", srv->host, host_v6 ? "]" : "", srv->port);
+	c->connect_to = curl_slist_append(NULL, entry);
 }
 
 static int set_blob(CURL *curl, CURLoption opt, const char *data, size_t len, const char *what,
@@ -401,17 +358,18 @@ static int setup_tls(struct kube_client *c, struct err **err)
 {
 	struct kube_config *cfg = c->cfg;
 	CURL *curl = c->curl;
+	const char *ca_pem, *ca_file;
+	size_t ca_len;
+	kube_config_ca(cfg, &ca_pem, &ca_len, &ca_file);
 	if (cfg->insecure) {
 		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
-	} else if (cfg->ca_pem) {
-		if (set_blob(curl, CURLOPT_CAINFO_BLOB, cfg->ca_pem, cfg->ca_len,
-		             "certificate authority", err) < 0)
+	} else if (ca_pem) {
+		if (set_blob(curl, CURLOPT_CAINFO_BLOB, ca_pem, ca_len, "certificate authority",
+		             err) < 0)
 			return -1;
-	} else {
-		const char *ca = default_ca_file();
-		if (ca)
-			curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+	} else if (ca_file) {
+		curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
 	}
 	if (cfg->cert_pem) {
 		curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
@@ -489,7 +447,8 @@ int kube_client_new(struct kube_config *cfg, struct kube_client **out, struct er
 	curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, (long)TCP_KEEPINTVL_S);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-	if (setup_url(c, err) < 0 || setup_tls(c, err) < 0) {
+	setup_url(c);
+	if (setup_tls(c, err) < 0) {
 		kube_client_free(c);
 		return -1;
 	}
@@ -513,50 +472,6 @@ void kube_client_free(struct kube_client *c)
 	curl_slist_free_all(c->connect_to);
 	free(c->base_url);
 	free(c);
-}
-
-int kube_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
-                    struct json **out, struct err **err)
-{
-	cleanup_free char *path =
-	        xasprintf("/api/v1/namespaces/%s/pods?fieldValidation=Strict", ns);
-	volatile sig_atomic_t *cancel = c->cancel;
-	c->cancel = NULL;
-	int rc;
-	for (int attempt = 0;; attempt++) {
-		long status = 0;
-		rc = kube_request(c, "POST", path, "application/json", body, len, &status, out,
-		                  err);
-		if (rc < 0 && status == 409 && attempt < 3) {
-			err_free(*err);
-			*err = NULL;
-			continue;
-		}
-		break;
-	}
-	c->cancel = cancel;
-	if (rc == 0 && json_str(json_path(*out, "metadata.name")) == NULL) {
-		json_free(*out);
-		*out = NULL;
-		return err_set(err, ERR_API, "POST %s: the created pod has no metadata.name", path);
-	}
-	return rc;
-}
-
-int kube_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err)
-{
-	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name);
-	static const char body[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
-	                           "\"gracePeriodSeconds\":0,\"propagationPolicy\":\"Background\"}";
-	long status = 0;
-	if (kube_request(c, "DELETE", path, "application/json", body, sizeof(body) - 1, &status,
-	                 NULL, err) < 0) {
-		if (status != 404)
-			return -1;
-		err_free(*err);
-		*err = NULL;
-	}
-	return 0;
 }
 
 int kube_parse_time(const char *text, time_t *out)
@@ -583,6 +498,11 @@ void kube_client_wakeup(struct kube_client *c)
 void kube_client_set_cancel(struct kube_client *c, volatile sig_atomic_t *flag)
 {
 	c->cancel = flag;
+}
+
+volatile sig_atomic_t *kube_client_get_cancel(const struct kube_client *c)
+{
+	return c->cancel;
 }
 
 void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ms)
@@ -693,38 +613,26 @@ static long min_long(long a, long b)
 	return a < b ? a : b;
 }
 
-/* Sends the request once. Returns 0 when an answer arrived (x->status, x->body), or -1 with
- * *err: ERR_SIGNAL, ERR_TIMEOUT, ERR_CONFIG (token), ERR_NET (*retry tells whether the
- * request may be sent again). */
-static int attempt(struct kube_client *c, const struct req *r, bool reread_token, struct xfer *x,
-                   bool *retry, struct err **err)
+/* Sets c->curl up for r: URL (the server's base with its path prefix, then r->path),
+ * headers (kept in *headers until the transfer is done), body, method and timeouts. */
+static void setup_transfer(struct kube_client *c, const struct req *r, const char *token,
+                           struct xfer *x, struct curl_slist **headers)
 {
-	*retry = false;
-	if (check_stop(c, r, err) < 0)
-		return -1;
-	cleanup_free char *token = NULL;
-	if (kube_config_token(c->cfg, reread_token, &token, err) < 0)
-		return err_wrap(err, "%s %s", r->method, r->path);
-
-	cleanup_slist struct curl_slist *headers = NULL;
-	headers = curl_slist_append(headers, "Accept: application/json");
-	headers = curl_slist_append(headers, "Expect:");
-	cleanup_free char *ctype = NULL;
+	*headers = curl_slist_append(*headers, "Accept: application/json");
+	*headers = curl_slist_append(*headers, "Expect:");
 	if (r->body) {
-		ctype = xasprintf("Content-Type: %s",
-		                  r->content_type ? r->content_type : "application/json");
-		headers = curl_slist_append(headers, ctype);
+		cleanup_free char *ctype = xasprintf(
+		        "Content-Type: %s", r->content_type ? r->content_type : "application/json");
+		*headers = curl_slist_append(*headers, ctype);
 	}
-	cleanup_free char *auth = NULL;
 	if (token) {
-		auth = xasprintf("Authorization: Bearer %s", token);
-		headers = curl_slist_append(headers, auth);
+		cleanup_free char *auth = xasprintf("Authorization: Bearer %s", token);
+		*headers = curl_slist_append(*headers, auth);
 	}
 	cleanup_free char *url = xasprintf("%s%s", c->base_url, r->path);
-
 	CURL *curl = c->curl;
 	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, *headers);
 	if (r->body) {
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r->body);
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
@@ -742,17 +650,12 @@ static int attempt(struct kube_client *c, const struct req *r, bool reread_token
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, x);
 	c->errbuf[0] = '\0';
+}
 
-	c->requests++;
-	int64_t t0 = now_ms();
-	enum abort_reason why;
-	CURLcode rc = run_transfer(c, &why);
-	long ms = (long)(now_ms() - t0);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, NULL);
-	if (x->status == 0)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &x->status);
-
+/* What a finished transfer means (attempt()); ms is how long it took. */
+static int transfer_result(struct kube_client *c, const struct req *r, struct xfer *x, CURLcode rc,
+                           enum abort_reason why, long ms, bool *retry, struct err **err)
+{
 	if (why != ABORT_NONE) {
 		log_debug("%s %s -> %s after %ld ms", r->method, r->path,
 		          why == ABORT_CANCEL ? "cancelled" : "deadline", ms);
@@ -772,23 +675,49 @@ static int attempt(struct kube_client *c, const struct req *r, bool reread_token
 		               "%s %s: the response body exceeds the limit of %u bytes", r->method,
 		               r->path, (unsigned)LIMIT_API_BODY);
 	}
-	if (rc != CURLE_OK) {
-		size_t n = strlen(c->errbuf);
-		while (n > 0 && isspace((unsigned char)c->errbuf[n - 1]))
-			c->errbuf[--n] = '\0'; /* mbedTLS messages may end in a newline */
-		const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
-		log_debug("%s %s -> error after %ld ms: %s", r->method, r->path, ms, detail);
-		if (rc == CURLE_OPERATION_TIMEDOUT && check_stop(c, r, err) < 0)
-			return -1;
-		*retry = conn_retryable(rc, idempotent(r->method));
-		if (x->status != 0 && r->stream)
-			return err_set(err, ERR_NET, "%s %s: the stream broke: %s", r->method,
-			               r->path, detail);
-		return err_set(err, ERR_NET, "%s %s: %s (API server %s from %s)", r->method,
-		               r->path, detail, c->cfg->server, c->cfg->source);
+	if (rc == CURLE_OK) {
+		log_debug("%s %s -> %ld in %ld ms", r->method, r->path, x->status, ms);
+		return 0;
 	}
-	log_debug("%s %s -> %ld in %ld ms", r->method, r->path, x->status, ms);
-	return 0;
+	size_t n = strlen(c->errbuf);
+	while (n > 0 && isspace((unsigned char)c->errbuf[n - 1]))
+		c->errbuf[--n] = '\0'; /* mbedTLS messages may end in a newline */
+	const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+	log_debug("%s %s -> error after %ld ms: %s", r->method, r->path, ms, detail);
+	if (rc == CURLE_OPERATION_TIMEDOUT && check_stop(c, r, err) < 0)
+		return -1;
+	*retry = conn_retryable(rc, idempotent(r->method));
+	if (x->status != 0 && r->stream)
+		return err_set(err, ERR_NET, "%s %s: the stream broke: %s", r->method, r->path,
+		               detail);
+	return err_set(err, ERR_NET, "%s %s: %s (API server %s from %s)", r->method, r->path,
+	               detail, c->cfg->server, c->cfg->source);
+}
+
+/* Sends the request once. Returns 0 when an answer arrived (x->status, x->body), or -1 with
+ * *err: ERR_SIGNAL, ERR_TIMEOUT, ERR_CONFIG (token), ERR_NET (*retry tells whether the
+ * request may be sent again). */
+static int attempt(struct kube_client *c, const struct req *r, bool reread_token, struct xfer *x,
+                   bool *retry, struct err **err)
+{
+	*retry = false;
+	if (check_stop(c, r, err) < 0)
+		return -1;
+	cleanup_free char *token = NULL;
+	if (kube_config_token(c->cfg, reread_token, &token, err) < 0)
+		return err_wrap(err, "%s %s", r->method, r->path);
+	cleanup_slist struct curl_slist *headers = NULL;
+	setup_transfer(c, r, token, x, &headers);
+	c->requests++;
+	int64_t t0 = now_ms();
+	enum abort_reason why;
+	CURLcode rc = run_transfer(c, &why);
+	long ms = (long)(now_ms() - t0);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
+	if (x->status == 0)
+		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &x->status);
+	return transfer_result(c, r, x, rc, why, ms, retry, err);
 }
 
 /* Waits `ms` in POLL_SLICE_MS slices, failing early on cancellation. */
@@ -818,6 +747,29 @@ static int64_t backoff_ms(int retries)
 {
 	int64_t ms = (int64_t)RETRY_BASE_MS << retries;
 	return ms > RETRY_WAIT_CAP_MS ? RETRY_WAIT_CAP_MS : ms;
+}
+
+/* After a 429 or 5xx answer: waits for the retry (Retry-After, else the backoff) and
+ * returns 1, or 0 when it is not retried (too many retries, or the deadline comes first),
+ * or -1 when the wait was cancelled. */
+static int retry_status(struct kube_client *c, const struct req *r, const struct xfer *x,
+                        int retries, struct err **err)
+{
+	if ((x->status != 429 && (x->status < 500 || x->status > 599)) || retries >= MAX_RETRIES)
+		return 0;
+	int64_t hinted = kube_retry_after_ms(x->retry_after, time(NULL));
+	int64_t wait = hinted >= 0 ? hinted : backoff_ms(retries);
+	if (wait > RETRY_WAIT_CAP_MS)
+		wait = RETRY_WAIT_CAP_MS;
+	if (!fits_deadline(c, wait)) {
+		log_info("%s %s: %ld %s; not retrying: the deadline comes first", r->method,
+		         r->path, x->status, http_phrase(x->status));
+		return 0;
+	}
+	log_info("%s %s: %ld %s; retrying in %lld ms%s (retry %d of %d)", r->method, r->path,
+	         x->status, http_phrase(x->status), (long long)wait,
+	         hinted >= 0 ? " (Retry-After)" : "", retries + 1, MAX_RETRIES);
+	return retry_wait(c, r, wait, err) < 0 ? -1 : 1;
 }
 
 /* Sends r with the retries described in the header. On return x holds the last answer. */
@@ -867,24 +819,12 @@ static int do_request(struct kube_client *c, const struct req *r, struct xfer *x
 			reread_token = token_retried = true;
 			continue;
 		}
-		if ((x->status == 429 || (x->status >= 500 && x->status <= 599)) &&
-		    retries < MAX_RETRIES) {
-			int64_t hinted = kube_retry_after_ms(x->retry_after, time(NULL));
-			int64_t wait = hinted >= 0 ? hinted : backoff_ms(retries);
-			if (wait > RETRY_WAIT_CAP_MS)
-				wait = RETRY_WAIT_CAP_MS;
-			if (fits_deadline(c, wait)) {
-				log_info("%s %s: %ld %s; retrying in %lld ms%s (retry %d of %d)",
-				         r->method, r->path, x->status, http_phrase(x->status),
-				         (long long)wait, hinted >= 0 ? " (Retry-After)" : "",
-				         retries + 1, MAX_RETRIES);
-				if (retry_wait(c, r, wait, err) < 0)
-					return -1;
-				retries++;
-				continue;
-			}
-			log_info("%s %s: %ld %s; not retrying: the deadline comes first", r->method,
-			         r->path, x->status, http_phrase(x->status));
+		int again = retry_status(c, r, x, retries, err);
+		if (again < 0)
+			return -1;
+		if (again) {
+			retries++;
+			continue;
 		}
 		return kube_status_error(r->method, r->path, x->status, x->body.data, x->body.len,
 		                         err);

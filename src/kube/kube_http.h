@@ -44,6 +44,7 @@ DEFINE_CLEANUP_FUNC(kube_client, struct kube_client, kube_client_free)
  * non-zero; NULL disables this. Set it to NULL before requests that must run during cleanup
  * (deleting the pod after SIGTERM). */
 void kube_client_set_cancel(struct kube_client *c, volatile sig_atomic_t *flag);
+volatile sig_atomic_t *kube_client_get_cancel(const struct kube_client *c);
 
 /* Wakes the client's transfer loop at once (from any thread), so that a cancel flag set just
  * before is seen now instead of at the end of the current 50 ms slice. */
@@ -53,7 +54,8 @@ void kube_client_wakeup(struct kube_client *c);
  * fail with ERR_TIMEOUT. */
 void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ms);
 
-/* Performs one request. `path` includes the query ("/api/v1/namespaces/x/pods?fieldValidation=Strict").
+/* Performs one request. `path` (from kube_api.h) includes the query; the server's path prefix
+ * goes before it.
  * body may be NULL; content_type defaults to application/json when a body is given.
  * On 2xx: if out_json is not NULL the body is parsed into *out_json (NULL for an empty
  * body). If out_status is not NULL it receives the HTTP status (also on ERR_API errors).
@@ -61,17 +63,6 @@ void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ms);
 int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len, long *out_status,
                  struct json **out_json, struct err **err);
-
-/* Creates a pod from a JSON body (POST .../pods?fieldValidation=Strict), trying again when
- * its generateName collided with an existing pod (409, up to 3 times). Not cancellable: a
- * create cut short might still be applied server-side, and then nobody would know the name of
- * the pod to delete. *out receives the created object. */
-int kube_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
-                    struct json **out, struct err **err);
-
-/* Deletes a pod at once (gracePeriodSeconds 0, propagationPolicy Background); a pod that is
- * already gone (404) is success. */
-int kube_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err);
 
 /* Parses a Kubernetes timestamp ("2026-11-23T17:02:26Z", RFC 3339 in UTC) into *out. */
 int kube_parse_time(const char *text, time_t *out);
@@ -98,6 +89,10 @@ char *kube_query_escape(const char *s);
  * does not already name them). body may be NULL. Always returns -1. */
 int kube_status_error(const char *method, const char *path, long status, const char *body,
                       size_t body_len, struct err **err);
+
+/* The Status reason the API server uses for an HTTP status ("NotFound" for 404), for
+ * answers that carry no Status; "" for a status it has none for. */
+const char *kube_status_reason(long status);
 
 /* Parses a Retry-After header value: delta-seconds or an HTTP-date (relative to `now`).
  * Returns the wait in ms (0 for a date in the past), or -1 if the value is not valid. */

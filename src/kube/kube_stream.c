@@ -25,6 +25,7 @@
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/ws_frame.h"
 
@@ -44,7 +45,7 @@ struct kube_stream {
 	 * mbedTLS's PEM parser needs the terminating NUL inside the length it is given. */
 	char *key_copy;
 	size_t key_copy_len;
-	char *host, *port_s;
+	char *full_path; /* the server's path prefix + o.path */
 
 	/* connection state (service thread only) */
 	bool established, failed, closed, peer_closed;
@@ -265,63 +266,10 @@ static const struct lws_protocols protocols[] = {
         LWS_PROTOCOL_LIST_TERM,
 };
 
-char *kube_attach_path(const char *ns, const char *pod, const char *container, bool want_stdin)
-{
-	cleanup_free char *c = kube_query_escape(container);
-	return xasprintf("/api/v1/namespaces/%s/pods/%s/attach?container=%s&stdin=%s&stdout=true"
-	                 "&stderr=true&tty=false",
-	                 ns, pod, c, want_stdin ? "true" : "false");
-}
-
-static void split_server(const char *server, char **host, char **port)
-{
-	const char *p = server + strlen("https://");
-	const char *end = p + strcspn(p, "/");
-	if (*p == '[') {
-		const char *rb = memchr(p, ']', (size_t)(end - p));
-		if (rb) {
-			*host = xstrndup(p + 1, (size_t)(rb - p - 1));
-			*port = rb[1] == ':' ? xstrndup(rb + 2, (size_t)(end - rb - 2))
-			                     : xstrdup("443");
-			return;
-		}
-	}
-	const char *colon = memchr(p, ':', (size_t)(end - p));
-	*host = xstrndup(p, colon ? (size_t)(colon - p) : (size_t)(end - p));
-	*port = colon ? xstrndup(colon + 1, (size_t)(end - colon - 1)) : xstrdup("443");
-}
-
-static int port_number(const char *s)
-{
-	char *end = NULL;
-	long v = strtol(s, &end, 10);
-	return end != s && *end == '\0' && v > 0 && v < 65536 ? (int)v : 443;
-}
-
-/* The namespace and the subresource ("attach", "exec") of a stream path such as
- * kube_attach_path() builds: "/api/v1/namespaces/NS/pods/POD/SUB?...". New strings. */
-static void path_parts(const char *path, char **ns, char **sub)
-{
-	static const char prefix[] = "/api/v1/namespaces/";
-	*ns = *sub = NULL;
-	if (strncmp(path, prefix, sizeof(prefix) - 1) == 0) {
-		const char *p = path + sizeof(prefix) - 1;
-		*ns = xstrndup(p, strcspn(p, "/"));
-		size_t end = strcspn(path, "?");
-		const char *slash = memrchr(path, '/', end);
-		if (slash)
-			*sub = xstrndup(slash + 1, end - (size_t)(slash + 1 - path));
-	}
-	if (*ns == NULL)
-		*ns = xstrdup("(unknown)");
-	if (*sub == NULL)
-		*sub = xstrdup("attach");
-}
-
 char *kube_stream_refusal_text(const char *path, const struct kube_version *v, const char *why)
 {
 	cleanup_free char *ns = NULL, *sub = NULL;
-	path_parts(path, &ns, &sub);
+	kube_api_stream_path_parts(path, &ns, &sub);
 	cleanup_free char *rbac = xasprintf("RBAC: the credentials need pods/%s create and get in "
 	                                    "namespace %s (`krmpod doctor` checks them)",
 	                                    sub, ns);
@@ -366,7 +314,7 @@ static int refused(struct kube_config *cfg, const struct kube_stream_opts *o, st
 			until = o->deadline_ms;
 		kube_client_set_cancel(c, o->cancel);
 		kube_client_set_deadline(c, until);
-		known = kube_version_get(c, &v, &verr) == 0;
+		known = kube_api_version_get(c, &v, &verr) == 0;
 	}
 	if (known)
 		log_debug("stream upgrade refused (403); the server runs Kubernetes %s", v.text);
@@ -393,25 +341,11 @@ static int check_stop(struct kube_stream *s, struct err **err)
 	return 0;
 }
 
-int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opts,
-                     struct kube_stream **out, struct err **err)
+/* The WebSocket context: TLS as kube_http sets it (kube_config_ca: the configuration's CA
+ * or the system bundle, none when insecure), and the client certificate and key. */
+static int create_context(struct kube_stream *s, struct err **err)
 {
-	struct kube_stream *s = xcalloc(1, sizeof(*s));
-	s->cfg = cfg;
-	s->o = *opts;
-	s->res.exit_code = -1;
-	ws_demux_init(&s->demux);
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
-	s->slot = xmalloc(LWS_PRE + 1 + LIMIT_STDIN_CHUNK);
-	split_server(cfg->server, &s->host, &s->port_s);
-	if (kube_config_token(cfg, false, &s->token, err) < 0) {
-		kube_stream_free(s);
-		return -1;
-	}
-	lws_set_log_level(log_get_level() >= LOG_DEBUG ? LLL_ERR | LLL_WARN | LLL_NOTICE : 0,
-	                  emit_log);
-
+	const struct kube_config *cfg = s->cfg;
 	struct lws_context_creation_info info;
 	memset(&info, 0, sizeof(info));
 	info.port = CONTEXT_PORT_NO_LISTEN;
@@ -421,12 +355,21 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 	info.user = s;
 	info.gid = (gid_t)-1;
 	info.uid = (uid_t)-1;
-	if (cfg->ca_pem) {
-		info.client_ssl_ca_mem = cfg->ca_pem;
-		info.client_ssl_ca_mem_len =
-		        (unsigned)cfg->ca_len + 1; /* PEM parsers want the NUL */
-	} else {
-		info.client_ssl_ca_filepath = "/etc/ssl/certs/ca-certificates.crt";
+	const char *ca_pem, *ca_file;
+	size_t ca_len;
+	kube_config_ca(cfg, &ca_pem, &ca_len, &ca_file);
+	if (ca_pem) {
+		info.client_ssl_ca_mem = ca_pem;
+		info.client_ssl_ca_mem_len = (unsigned)ca_len + 1; /* PEM parsers want the NUL */
+	} else if (ca_file) {
+		info.client_ssl_ca_filepath = ca_file;
+	} else if (cfg->cert_pem) {
+		/* libwebsockets 4.3 with mbedTLS loads the client certificate only when a CA is
+		 * given too (lws_tls_client_create_vhost_context returns before it otherwise).
+		 * Without a CA (insecure-skip-tls-verify) the client certificate stands in for
+		 * one: nothing is verified against it, and the server gets the certificate. */
+		info.client_ssl_ca_mem = cfg->cert_pem;
+		info.client_ssl_ca_mem_len = (unsigned)cfg->cert_len + 1;
 	}
 	if (cfg->cert_pem) {
 		info.client_ssl_cert_mem = cfg->cert_pem;
@@ -439,64 +382,95 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 		info.client_ssl_key_mem_len = (unsigned)s->key_copy_len;
 	}
 	s->ctx = lws_create_context(&info);
-	if (s->ctx == NULL) {
-		kube_stream_free(s);
+	if (s->ctx == NULL)
 		return err_set(err, ERR_NET,
 		               "stream: cannot create the WebSocket context (TLS setup)");
-	}
 	lws_sul_schedule(s->ctx, 0, &s->tick, on_tick, TICK_US);
+	return 0;
+}
 
+/* Starts the connection to the server of the configuration, at its path prefix + path. */
+static int connect_server(struct kube_stream *s, struct err **err)
+{
+	const struct kube_config *cfg = s->cfg;
+	s->full_path = xasprintf("%s%s", cfg->srv.prefix ? cfg->srv.prefix : "", s->o.path);
 	struct lws_client_connect_info ci;
 	memset(&ci, 0, sizeof(ci));
 	ci.context = s->ctx;
-	ci.address = s->host;
-	ci.port = port_number(s->port_s);
-	ci.path = opts->path;
-	ci.host = cfg->tls_server_name ? cfg->tls_server_name : s->host;
+	ci.address = cfg->srv.host;
+	ci.port = cfg->srv.port;
+	ci.path = s->full_path;
+	ci.host = cfg->tls_server_name ? cfg->tls_server_name : cfg->srv.host;
 	ci.origin = ci.host;
 	ci.protocol = PROTOCOL;
-	ci.ssl_connection = LCCSCF_USE_SSL;
+	ci.ssl_connection = strcmp(cfg->srv.scheme, "http") == 0 ? 0 : LCCSCF_USE_SSL;
 	if (cfg->insecure)
 		ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED |
 		                     LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK | LCCSCF_ALLOW_EXPIRED |
 		                     LCCSCF_ALLOW_INSECURE;
 	ci.pwsi = &s->wsi;
-	if (lws_client_connect_via_info(&ci) == NULL && !s->failed) {
-		kube_stream_free(s);
+	if (lws_client_connect_via_info(&ci) == NULL && !s->failed)
 		return err_set(err, ERR_NET, "stream: cannot connect to %s", cfg->server);
-	}
+	return 0;
+}
+
+/* Why the upgrade did not complete. */
+static int upgrade_failed(struct kube_stream *s, struct err **err)
+{
+	const char *path = s->o.path;
+	if (s->http_status == 403)
+		refused(s->cfg, &s->o, err);
+	else if (s->http_status >= 400)
+		err_set(err, ERR_API, "GET %s: %d %s: the server refused the stream upgrade (%s)",
+		        path, s->http_status,
+		        *kube_status_reason(s->http_status) ? kube_status_reason(s->http_status)
+		                                            : "Error",
+		        s->fail_reason);
+	else
+		err_set(err, ERR_NET, "GET %s: %s", path,
+		        s->fail_reason[0] ? s->fail_reason : "the connection closed");
+	if (s->http_status && err && *err)
+		(*err)->http_status = s->http_status;
+	return -1;
+}
+
+static int open_stream(struct kube_stream *s, struct err **err)
+{
+	if (kube_config_token(s->cfg, false, &s->token, err) < 0)
+		return -1;
+	lws_set_log_level(log_get_level() >= LOG_DEBUG ? LLL_ERR | LLL_WARN | LLL_NOTICE : 0,
+	                  emit_log);
+	if (create_context(s, err) < 0 || connect_server(s, err) < 0)
+		return -1;
 	while (!s->established && !s->failed && !s->closed) {
-		if (check_stop(s, err) < 0) {
-			kube_stream_free(s);
+		if (check_stop(s, err) < 0)
 			return -1;
-		}
 		lws_service(s->ctx, 0);
 	}
-	if (!s->established) {
-		if (s->http_status == 403)
-			refused(cfg, opts, err);
-		else if (s->http_status >= 400)
-			err_set(err, ERR_API,
-			        "GET %s: %d %s: the server refused the stream upgrade (%s)",
-			        opts->path, s->http_status,
-			        s->http_status == 404   ? "NotFound"
-			        : s->http_status == 401 ? "Unauthorized"
-			                                : "BadRequest",
-			        s->fail_reason);
-		else
-			err_set(err, ERR_NET, "GET %s: %s", opts->path,
-			        s->fail_reason[0] ? s->fail_reason : "the connection closed");
-		if (s->http_status && err && *err)
-			(*err)->http_status = s->http_status;
+	if (!s->established)
+		return upgrade_failed(s, err);
+	if (s->o.in_fd >= 0) {
+		if (pthread_create(&s->reader, NULL, reader_main, s) != 0)
+			return err_set(err, ERR_INTERNAL, "stream: cannot start the stdin thread");
+		s->reader_started = true;
+	}
+	return 0;
+}
+
+int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opts,
+                     struct kube_stream **out, struct err **err)
+{
+	struct kube_stream *s = xcalloc(1, sizeof(*s));
+	s->cfg = cfg;
+	s->o = *opts;
+	s->res.exit_code = -1;
+	ws_demux_init(&s->demux);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->slot = xmalloc(LWS_PRE + 1 + LIMIT_STDIN_CHUNK);
+	if (open_stream(s, err) < 0) {
 		kube_stream_free(s);
 		return -1;
-	}
-	if (s->o.in_fd >= 0) {
-		if (pthread_create(&s->reader, NULL, reader_main, s) != 0) {
-			kube_stream_free(s);
-			return err_set(err, ERR_INTERNAL, "stream: cannot start the stdin thread");
-		}
-		s->reader_started = true;
 	}
 	*out = s;
 	return 0;
@@ -566,8 +540,7 @@ void kube_stream_free(struct kube_stream *s)
 		explicit_bzero(s->key_copy, s->key_copy_len);
 		free(s->key_copy);
 	}
-	free(s->host);
-	free(s->port_s);
+	free(s->full_path);
 	free(s->slot);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);

@@ -28,7 +28,7 @@
 #include "kube/kubeconfig.h"
 
 struct kube_stream_opts {
-	/* Request path with query, e.g. from kube_attach_path(). */
+	/* Request path with query, from kube_api.h (the server's path prefix goes before it). */
 	const char *path;
 	int in_fd;  /* stdin source, or -1 for no stdin */
 	int out_fd; /* where channel 1 goes, or -1 to drop */
@@ -53,13 +53,10 @@ struct kube_stream_result {
 
 struct kube_stream;
 
-/* Builds ".../pods/POD/attach?container=C&stdin=true&stdout=true&stderr=true&tty=false".
- * Returns a new string. */
-char *kube_attach_path(const char *ns, const char *pod, const char *container, bool want_stdin);
-
 /* Connects and completes the WebSocket handshake (blocking until established, refused,
  * cancelled or past the deadline). cfg is borrowed and must outlive the stream. Output that
- * arrives while opening is already written to the fds and counted. */
+ * arrives while opening is already written to the fds and counted. It connects to the
+ * server of cfg at its path prefix, with the same TLS settings as kube_http. */
 int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opts,
                      struct kube_stream **out, struct err **err);
 

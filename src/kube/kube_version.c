@@ -75,11 +75,3 @@ int kube_version_decode(const struct json *doc, struct kube_version *out, struct
 	               "major \"%s\", minor \"%s\")",
 	               git ? git : "", major ? major : "", minor ? minor : "");
 }
-
-int kube_version_get(struct kube_client *c, struct kube_version *out, struct err **err)
-{
-	cleanup_json struct json *doc = NULL;
-	if (kube_request(c, "GET", "/version", NULL, NULL, 0, NULL, &doc, err) < 0)
-		return -1;
-	return kube_version_decode(doc, out, err);
-}

@@ -14,7 +14,6 @@
 
 #include "base/err.h"
 #include "base/json.h"
-#include "kube/kube_http.h"
 
 /* The oldest Kubernetes krmpod supports (v5.channel.k8s.io). */
 #define KUBE_VERSION_MIN_MAJOR 1
@@ -41,9 +40,5 @@ bool kube_version_supported(const struct kube_version *v);
  * fields (managed clusters answer minor "30+"). Returns 0, or -1 with *err (ERR_API)
  * quoting what the answer held. */
 int kube_version_decode(const struct json *doc, struct kube_version *out, struct err **err);
-
-/* GET /version with client c (its cancel flag and deadline apply) and decodes it. Returns 0,
- * or -1 with *err. */
-int kube_version_get(struct kube_client *c, struct kube_version *out, struct err **err);
 
 #endif

@@ -32,6 +32,7 @@
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "kube/kube_api.h"
 
 #define WATCH_TIMEOUT_S    300   /* timeoutSeconds of each watch request */
 #define WATCH_GRACE_MS     30000 /* client deadline past timeoutSeconds: a stuck stream ends */
@@ -349,11 +350,10 @@ static void pause_ms(struct pod_watch *w, int64_t ms)
 /* GETs the pod into cur (a 404 marks it deleted) and publishes it. */
 static int get_pod(struct pod_watch *w, struct err **err)
 {
-	cleanup_free char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", w->ns, w->pod);
 	cleanup_json struct json *pod = NULL;
 	long status = 0;
 	kube_client_set_deadline(w->client, 0);
-	int rc = kube_request(w->client, "GET", path, NULL, NULL, 0, &status, &pod, err);
+	int rc = kube_api_pod_get(w->client, w->ns, w->pod, &status, &pod, err);
 	if (rc < 0 && status == 404 && err_code_of(err) == ERR_API) {
 		err_free(*err);
 		*err = NULL;
@@ -410,13 +410,61 @@ static int conn_data(const char *data, size_t len, void *ud)
 	return rc != 0;
 }
 
-static char *watch_path(const struct pod_watch *w)
+/* One watch connection from the current resourceVersion, to its end; *e is its error. */
+static int watch_once(struct pod_watch *w, struct conn *k, struct err **e)
 {
-	cleanup_free char *name = kube_query_escape(w->pod);
-	cleanup_free char *rv = kube_query_escape(w->cur.resource_version);
-	return xasprintf("/api/v1/namespaces/%s/pods?watch=1&fieldSelector=metadata.name%%3D%s"
-	                 "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
-	                 w->ns, name, rv, WATCH_TIMEOUT_S);
+	cleanup_free char *path =
+	        kube_api_pod_watch_path(w->ns, w->pod, w->cur.resource_version, WATCH_TIMEOUT_S);
+	buf_init(&k->pending, LIMIT_WATCH_EVENT);
+	kube_client_set_deadline(w->client, now_ms() + WATCH_TIMEOUT_S * 1000LL + WATCH_GRACE_MS);
+	int rc = kube_stream_get(w->client, path, conn_data, k, e);
+	/* A clean end may leave a last line without its newline. */
+	if (rc == 0 && k->end == CONN_OPEN && k->pending.len > 0)
+		conn_line(k->pending.data, k->pending.len, k);
+	buf_free(&k->pending);
+	if (k->err) {
+		err_free(*e);
+		*e = k->err;
+		k->err = NULL;
+		rc = -1;
+	}
+	publish(w); /* the request count */
+	return rc;
+}
+
+/* After a 410: GETs the pod again (the watch goes on from its resourceVersion). Bounded: a
+ * server that expires every fresh resourceVersion would otherwise keep us in a GET/watch
+ * loop. */
+static int after_expiry(struct pod_watch *w, int *expirations, struct err **err)
+{
+	if (++*expirations > WATCH_MAX_FAILURES)
+		return err_set(err, ERR_NET, "the watch expired %d times in a row without an event",
+		               *expirations);
+	log_debug("watch: resourceVersion %s expired; getting the pod again",
+	          w->cur.resource_version);
+	if (*expirations > 1)
+		pause_ms(w, (int64_t)WATCH_BACKOFF_MS << (*expirations - 2));
+	return get_pod(w, err);
+}
+
+/* After a connection that failed or ended without progress: waits, longer each time, or
+ * gives up after WATCH_MAX_FAILURES in a row. *last keeps the latest error. */
+static int after_failure(struct pod_watch *w, int *failures, struct err **last, struct err **e,
+                         struct err **err)
+{
+	err_free(*last);
+	*last = *e;
+	*e = NULL;
+	if (*last == NULL)
+		err_set(last, ERR_NET, "the watch ended at once without any event");
+	if (++*failures >= WATCH_MAX_FAILURES)
+		return err_set(err, ERR_NET, "the watch failed %d times in a row; last: %s",
+		               *failures, (*last)->msg);
+	int64_t wait = (int64_t)WATCH_BACKOFF_MS << (*failures - 1);
+	log_info("watch of pod %s/%s: %s; watching again from resourceVersion %s in %lld ms", w->ns,
+	         w->pod, (*last)->msg, w->cur.resource_version, (long long)wait);
+	pause_ms(w, wait);
+	return 0;
 }
 
 /* Watches until the pod is deleted (0), the watch is stopped (0) or fails for good (-1). */
@@ -427,46 +475,17 @@ static int watch_loop(struct pod_watch *w, struct err **err)
 	int failures = 0, expirations = 0;
 	cleanup_err struct err *last = NULL;
 	while (!w->stop && !w->cur.deleted) {
-		cleanup_free char *path = watch_path(w);
 		struct conn k = {.w = w};
-		buf_init(&k.pending, LIMIT_WATCH_EVENT);
 		int64_t t0 = now_ms();
-		kube_client_set_deadline(w->client, t0 + WATCH_TIMEOUT_S * 1000LL + WATCH_GRACE_MS);
 		cleanup_err struct err *e = NULL;
-		int rc = kube_stream_get(w->client, path, conn_data, &k, &e);
-		/* A clean end may leave a last line without its newline. */
-		if (rc == 0 && k.end == CONN_OPEN && k.pending.len > 0)
-			conn_line(k.pending.data, k.pending.len, &k);
-		buf_free(&k.pending);
-		if (k.err) {
-			err_free(e);
-			e = k.err;
-			k.err = NULL;
-			rc = -1;
-		}
-		publish(w); /* the request count */
-		if (w->stop)
-			return 0;
-
-		bool expired = k.end == CONN_EXPIRED ||
-		               (rc < 0 && e->code == ERR_API && e->http_status == 410);
-		if (k.end == CONN_DELETED)
+		int rc = watch_once(w, &k, &e);
+		if (w->stop || k.end == CONN_DELETED)
 			return 0;
 		if (k.events > 0)
 			expirations = 0;
-		if (expired) {
-			/* Bounded too: a server that expires every fresh resourceVersion would
-			 * otherwise keep us in a GET/watch loop. */
-			if (++expirations > WATCH_MAX_FAILURES)
-				return err_set(
-				        err, ERR_NET,
-				        "the watch expired %d times in a row without an event",
-				        expirations);
-			log_debug("watch: resourceVersion %s expired; getting the pod again",
-			          w->cur.resource_version);
-			if (expirations > 1)
-				pause_ms(w, (int64_t)WATCH_BACKOFF_MS << (expirations - 2));
-			if (get_pod(w, err) < 0)
+		if (k.end == CONN_EXPIRED ||
+		    (rc < 0 && e->code == ERR_API && e->http_status == 410)) {
+			if (after_expiry(w, &expirations, err) < 0)
 				return -1;
 			failures = 0;
 			continue;
@@ -476,27 +495,13 @@ static int watch_loop(struct pod_watch *w, struct err **err)
 			e = NULL;
 			return -1;
 		}
-
 		bool progress = k.events > 0 || now_ms() - t0 >= WATCH_PROGRESS_MS;
 		if (progress)
 			failures = 0;
 		if (rc == 0 && progress)
 			continue; /* a clean end (timeoutSeconds): watch again from the last RV */
-		err_free(last);
-		last = e;
-		e = NULL;
-		if (last == NULL)
-			err_set(&last, ERR_NET, "the watch ended at once without any event");
-		if (++failures >= WATCH_MAX_FAILURES) {
-			err_set(err, ERR_NET, "the watch failed %d times in a row; last: %s",
-			        failures, last->msg);
+		if (after_failure(w, &failures, &last, &e, err) < 0)
 			return -1;
-		}
-		int64_t wait = (int64_t)WATCH_BACKOFF_MS << (failures - 1);
-		log_info(
-		        "watch of pod %s/%s: %s; watching again from resourceVersion %s in %lld ms",
-		        w->ns, w->pod, last->msg, w->cur.resource_version, (long long)wait);
-		pause_ms(w, wait);
 	}
 	return 0;
 }
@@ -589,11 +594,7 @@ static void *events_main(void *arg)
 	char uid[64];
 	if (!ev_wait_uid(w, uid, sizeof(uid)))
 		return NULL;
-	cleanup_free char *sel = xasprintf("involvedObject.uid=%s,reason=Started", uid);
-	cleanup_free char *esel = kube_query_escape(sel);
-	cleanup_free char *path =
-	        xasprintf("/api/v1/namespaces/%s/events?watch=1&fieldSelector=%s&timeoutSeconds=%d",
-	                  w->ns, esel, WATCH_TIMEOUT_S);
+	cleanup_free char *path = kube_api_started_events_watch_path(w->ns, uid, WATCH_TIMEOUT_S);
 	struct ev_conn k = {.w = w};
 	snprintf(k.field_path, sizeof(k.field_path), "spec.containers{%s}", w->container);
 	buf_init(&k.pending, LIMIT_WATCH_EVENT);
@@ -681,6 +682,22 @@ static void deadline_timespec(int64_t ms, struct timespec *ts)
 	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
 }
 
+/* The state waiters see: the pod's, with the events follower's part. Under w->lock. */
+static void copy_state(struct pod_watch *w, struct pod_state *out)
+{
+	*out = w->state;
+	out->generation = w->state.generation + w->ev_gen;
+	out->started_event = w->ev_started;
+	out->t_started_event = w->t_ev_started;
+}
+
+void pod_watch_state(struct pod_watch *w, struct pod_state *out)
+{
+	pthread_mutex_lock(&w->lock);
+	copy_state(w, out);
+	pthread_mutex_unlock(&w->lock);
+}
+
 int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
                    volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err)
 {
@@ -717,10 +734,7 @@ int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadli
 		deadline_timespec(until, &ts);
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 	}
-	*out = w->state;
-	out->generation = w->state.generation + w->ev_gen;
-	out->started_event = w->ev_started;
-	out->t_started_event = w->t_ev_started;
+	copy_state(w, out);
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }

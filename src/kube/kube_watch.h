@@ -89,6 +89,9 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
 int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
                    volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err);
 
+/* Copies the current state to *out, without waiting. */
+void pod_watch_state(struct pod_watch *w, struct pod_state *out);
+
 /* Stops the thread (closing its connection) and frees the watch. NULL is fine. Returns within
  * ~100 ms. */
 void pod_watch_stop(struct pod_watch *w);

@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/json.h"
+#include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 
@@ -32,11 +33,114 @@ static void trim(char *s)
 		s[--n] = '\0';
 }
 
-static struct kube_config *config_new(void)
+struct kube_config *kube_config_new(void)
 {
 	struct kube_config *c = xcalloc(1, sizeof(*c));
 	pthread_mutex_init(&c->token_lock, NULL);
 	return c;
+}
+
+void kube_server_clear(struct kube_server *s)
+{
+	free(s->scheme);
+	free(s->host);
+	free(s->prefix);
+	memset(s, 0, sizeof(*s));
+}
+
+static int bad_server(const char *url, const char *why, struct err **err)
+{
+	return err_set(err, ERR_CONFIG, "server URL \"%s\" %s", url, why);
+}
+
+int kube_server_parse(const char *url, struct kube_server *out, struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	const char *sep = strstr(url, "://");
+	if (sep == NULL || sep == url)
+		return bad_server(url, "has no scheme (write https://HOST[:PORT][/PATH])", err);
+	if (strpbrk(url, "?#"))
+		return bad_server(url, "has a query or fragment; write https://HOST[:PORT][/PATH]",
+		                  err);
+	const char *h = sep + 3, *end = h + strcspn(h, "/");
+	const char *port = NULL;
+	size_t hlen;
+	if (*h == '[') {
+		const char *rb = memchr(h, ']', (size_t)(end - h));
+		if (rb == NULL || (rb[1] != ':' && rb + 1 != end))
+			return bad_server(url, "has a malformed IPv6 host", err);
+		port = rb[1] == ':' ? rb + 2 : NULL;
+		h++;
+		hlen = (size_t)(rb - h);
+	} else {
+		const char *colon = memchr(h, ':', (size_t)(end - h));
+		port = colon ? colon + 1 : NULL;
+		hlen = (size_t)((colon ? colon : end) - h);
+	}
+	if (hlen == 0)
+		return bad_server(url, "has no host", err);
+	int portno = 443;
+	if (port) {
+		char *pend = NULL;
+		long v = strtol(port, &pend, 10);
+		if (pend == port || pend != end || v <= 0 || v > 65535)
+			return bad_server(url, "has a bad port", err);
+		portno = (int)v;
+	}
+	size_t plen = strlen(end);
+	while (plen > 0 && end[plen - 1] == '/')
+		plen--;
+	out->scheme = xstrndup(url, (size_t)(sep - url));
+	out->host = xstrndup(h, hlen);
+	out->port = portno;
+	out->prefix = xstrndup(end, plen);
+	return 0;
+}
+
+int kube_config_set_server(struct kube_config *cfg, const char *url, struct err **err)
+{
+	struct kube_server srv;
+	if (kube_server_parse(url, &srv, err) < 0)
+		return -1;
+	kube_server_clear(&cfg->srv);
+	cfg->srv = srv;
+	free(cfg->server);
+	size_t n = strlen(url);
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	cfg->server = xstrndup(url, n);
+	return 0;
+}
+
+/* The system CA bundle, in the usual places; NULL when there is none. */
+static const char *system_ca_file(void)
+{
+	static const char *const known[] = {
+	        "/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine, Arch */
+	        "/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
+	        "/etc/ssl/cert.pem",                  /* Alpine, macOS, BSDs */
+	        "/etc/ssl/ca-bundle.pem",             /* openSUSE */
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (access(known[i], R_OK) == 0)
+			return known[i];
+	return NULL;
+}
+
+void kube_config_ca(const struct kube_config *cfg, const char **pem, size_t *pem_len,
+                    const char **file)
+{
+	*pem = NULL;
+	*pem_len = 0;
+	*file = NULL;
+	if (cfg->insecure)
+		return;
+	if (cfg->ca_pem) {
+		*pem = cfg->ca_pem;
+		*pem_len = cfg->ca_len;
+		return;
+	}
+	*file = system_ca_file();
 }
 
 void kube_config_free(struct kube_config *cfg)
@@ -45,6 +149,7 @@ void kube_config_free(struct kube_config *cfg)
 		return;
 	free(cfg->source);
 	free(cfg->server);
+	kube_server_clear(&cfg->srv);
 	free(cfg->tls_server_name);
 	free(cfg->ca_pem);
 	free(cfg->cert_pem);
@@ -105,12 +210,15 @@ int kube_config_load_incluster(const char *sa_dir, struct kube_config **out, str
 		               "in-cluster configuration: KUBERNETES_SERVICE_HOST is not set");
 	if (port == NULL || *port == '\0')
 		port = "443";
-	struct kube_config *c = config_new();
+	struct kube_config *c = kube_config_new();
 	c->source = xasprintf("in-cluster (%s)", sa_dir);
-	if (strchr(host, ':') && host[0] != '[')
-		c->server = xasprintf("https://[%s]:%s", host, port);
-	else
-		c->server = xasprintf("https://%s:%s", host, port);
+	bool v6 = strchr(host, ':') && host[0] != '[';
+	cleanup_free char *url =
+	        xasprintf("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+	if (kube_config_set_server(c, url, err) < 0) {
+		kube_config_free(c);
+		return err_wrap(err, "in-cluster configuration (KUBERNETES_SERVICE_HOST/_PORT)");
+	}
 	c->token_file = xasprintf("%s/token", sa_dir);
 	cleanup_free char *ca_path = xasprintf("%s/ca.crt", sa_dir);
 	cleanup_free char *ns_path = xasprintf("%s/namespace", sa_dir);
@@ -239,124 +347,152 @@ static int load_files(const char *list, struct kfiles *fs, struct err **err)
 	return 0;
 }
 
-static int build_from_files(const struct kfiles *fs, const char *list, const char *context,
-                            struct kube_config **out, struct err **err)
+/* The context to use, its file, and the cluster and user objects it names (NULL user:
+ * none). */
+struct selection {
+	const char *ctx_name;
+	const struct json *ctx;
+	const char *cluster_name, *user_name;
+	const struct json *cluster, *user;
+	const struct kfile *ctx_file, *cluster_file, *user_file;
+};
+
+static int select_context(const struct kfiles *fs, const char *list, const char *context,
+                          struct selection *sel, struct err **err)
 {
-	const char *ctx_name = context;
+	memset(sel, 0, sizeof(*sel));
 	const char *ctx_from = "KRMPOD_CONTEXT";
-	for (size_t i = 0; ctx_name == NULL && i < fs->n; i++) {
+	sel->ctx_name = context;
+	for (size_t i = 0; sel->ctx_name == NULL && i < fs->n; i++) {
 		const char *cc = json_str(json_get(fs->f[i].doc, "current-context"));
 		if (cc && *cc) {
-			ctx_name = cc;
+			sel->ctx_name = cc;
 			ctx_from = fs->f[i].path;
 		}
 	}
-	if (ctx_name == NULL)
+	if (sel->ctx_name == NULL)
 		return err_set(
 		        err, ERR_CONFIG,
 		        "kubeconfig %s: no current-context is set: set one with `kubectl config "
 		        "use-context NAME` or set KRMPOD_CONTEXT",
 		        list);
-	const struct kfile *cf = NULL;
-	const struct json *ctx = find_named(fs, "contexts", "context", ctx_name, &cf);
-	if (ctx == NULL)
+	sel->ctx = find_named(fs, "contexts", "context", sel->ctx_name, &sel->ctx_file);
+	if (sel->ctx == NULL)
 		return err_set(err, ERR_CONFIG,
 		               "kubeconfig %s: context \"%s\" (from %s) is not defined", list,
-		               ctx_name, ctx_from);
-	const char *cluster_name = json_str(json_get(ctx, "cluster"));
-	const char *user_name = json_str(json_get(ctx, "user"));
-	if (cluster_name == NULL)
+		               sel->ctx_name, ctx_from);
+	sel->cluster_name = json_str(json_get(sel->ctx, "cluster"));
+	sel->user_name = json_str(json_get(sel->ctx, "user"));
+	if (sel->cluster_name == NULL)
 		return err_set(err, ERR_CONFIG, "kubeconfig %s: context \"%s\" names no cluster",
-		               cf->path, ctx_name);
-	const struct kfile *clf = NULL, *uf = NULL;
-	const struct json *cluster = find_named(fs, "clusters", "cluster", cluster_name, &clf);
-	if (cluster == NULL)
+		               sel->ctx_file->path, sel->ctx_name);
+	sel->cluster = find_named(fs, "clusters", "cluster", sel->cluster_name, &sel->cluster_file);
+	if (sel->cluster == NULL)
 		return err_set(err, ERR_CONFIG,
 		               "kubeconfig %s: cluster \"%s\" (of context \"%s\") is not defined",
-		               list, cluster_name, ctx_name);
-	const struct json *user = NULL;
-	if (user_name && *user_name) {
-		user = find_named(fs, "users", "user", user_name, &uf);
-		if (user == NULL)
+		               list, sel->cluster_name, sel->ctx_name);
+	if (sel->user_name && *sel->user_name) {
+		sel->user = find_named(fs, "users", "user", sel->user_name, &sel->user_file);
+		if (sel->user == NULL)
 			return err_set(
 			        err, ERR_CONFIG,
 			        "kubeconfig %s: user \"%s\" (of context \"%s\") is not defined",
-			        list, user_name, ctx_name);
+			        list, sel->user_name, sel->ctx_name);
 	}
-	cleanup_free char *centry = xasprintf("cluster \"%s\"", cluster_name);
-	struct kube_config *c = config_new();
-	c->source = xasprintf("kubeconfig %s, context %s", list, ctx_name);
-	const char *server = json_str(json_get(cluster, "server"));
-	if (server == NULL || *server == '\0') {
-		err_set(err, ERR_CONFIG, "kubeconfig %s: cluster \"%s\" has no server", clf->path,
-		        cluster_name);
-		goto fail;
-	}
-	if (strncmp(server, "https://", 8) != 0) {
-		err_set(err, ERR_CONFIG,
-		        "kubeconfig %s: cluster \"%s\": server %s is not https://: krmpod requires "
-		        "TLS",
-		        clf->path, cluster_name, server);
-		goto fail;
-	}
-	c->server = xstrdup(server);
-	size_t sl = strlen(c->server);
-	while (sl > 8 && c->server[sl - 1] == '/')
-		c->server[--sl] = '\0';
-	const char *tsn = json_str(json_get(cluster, "tls-server-name"));
+	return 0;
+}
+
+/* The cluster's server and TLS settings into c. */
+static int load_cluster(const struct selection *sel, struct kube_config *c, struct err **err)
+{
+	const char *path = sel->cluster_file->path, *name = sel->cluster_name;
+	const char *server = json_str(json_get(sel->cluster, "server"));
+	if (server == NULL || *server == '\0')
+		return err_set(err, ERR_CONFIG, "kubeconfig %s: cluster \"%s\" has no server", path,
+		               name);
+	if (strncmp(server, "https://", 8) != 0)
+		return err_set(err, ERR_CONFIG,
+		               "kubeconfig %s: cluster \"%s\": server %s is not https://: krmpod "
+		               "requires TLS",
+		               path, name, server);
+	if (kube_config_set_server(c, server, err) < 0)
+		return err_wrap(err, "kubeconfig %s: cluster \"%s\"", path, name);
+	const char *tsn = json_str(json_get(sel->cluster, "tls-server-name"));
 	if (tsn && *tsn)
 		c->tls_server_name = xstrdup(tsn);
 	bool insecure = false;
-	if (json_bool(json_get(cluster, "insecure-skip-tls-verify"), &insecure))
+	if (json_bool(json_get(sel->cluster, "insecure-skip-tls-verify"), &insecure))
 		c->insecure = insecure;
-	if (load_blob(clf, cluster, "certificate-authority", centry, &c->ca_pem, &c->ca_len, err) <
-	    0)
-		goto fail;
-	const char *ns = json_str(json_get(ctx, "namespace"));
+	cleanup_free char *centry = xasprintf("cluster \"%s\"", name);
+	if (load_blob(sel->cluster_file, sel->cluster, "certificate-authority", centry, &c->ca_pem,
+	              &c->ca_len, err) < 0)
+		return -1;
+	if (c->insecure && c->ca_pem)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "kubeconfig %s: cluster \"%s\" sets insecure-skip-tls-verify and a "
+		        "certificate-authority: specifying a root certificates file with the "
+		        "insecure flag is not allowed (as in kubectl): remove one of them",
+		        path, name);
+	if (c->insecure)
+		log_warn("kubeconfig %s: cluster \"%s\" sets insecure-skip-tls-verify: the API "
+		         "server's certificate is not verified (anyone on the path can read the "
+		         "credentials and the functions' data)",
+		         path, name);
+	return 0;
+}
+
+/* The user's credentials into c. */
+static int load_user(const struct selection *sel, struct kube_config *c, struct err **err)
+{
+	const struct json *user = sel->user;
+	const char *path = sel->user_file->path, *name = sel->user_name;
+	if (json_get(user, "exec") || json_get(user, "auth-provider"))
+		return err_set(err, ERR_CONFIG,
+		               "kubeconfig %s: user \"%s\" uses %s, which krmpod does not support: "
+		               "use a token, tokenFile or client certificate",
+		               path, name, json_get(user, "exec") ? "exec" : "auth-provider");
+	cleanup_free char *uentry = xasprintf("user \"%s\"", name);
+	if (load_blob(sel->user_file, user, "client-certificate", uentry, &c->cert_pem,
+	              &c->cert_len, err) < 0 ||
+	    load_blob(sel->user_file, user, "client-key", uentry, &c->key_pem, &c->key_len, err) <
+	            0)
+		return -1;
+	if ((c->cert_pem == NULL) != (c->key_pem == NULL))
+		return err_set(err, ERR_CONFIG,
+		               "kubeconfig %s: user \"%s\" has a client %s but no client %s", path,
+		               name, c->cert_pem ? "certificate" : "key",
+		               c->cert_pem ? "key" : "certificate");
+	const char *token = json_str(json_get(user, "token"));
+	const char *token_file = json_str(json_get(user, "tokenFile"));
+	if (token && *token) {
+		c->token = xstrdup(token);
+	} else if (token_file && *token_file) {
+		c->token_file = resolve(sel->user_file, token_file);
+		cleanup_free char *tok = NULL;
+		if (kube_config_token(c, true, &tok, err) < 0)
+			return err_wrap(err, "kubeconfig %s: user \"%s\" tokenFile", path, name);
+	}
+	return 0;
+}
+
+static int build_from_files(const struct kfiles *fs, const char *list, const char *context,
+                            struct kube_config **out, struct err **err)
+{
+	struct selection sel;
+	if (select_context(fs, list, context, &sel, err) < 0)
+		return -1;
+	struct kube_config *c = kube_config_new();
+	c->source = xasprintf("kubeconfig %s, context %s", list, sel.ctx_name);
+	if (load_cluster(&sel, c, err) < 0 || (sel.user && load_user(&sel, c, err) < 0)) {
+		kube_config_free(c);
+		return -1;
+	}
+	const char *ns = json_str(json_get(sel.ctx, "namespace"));
 	if (ns && *ns)
 		c->namespace = xstrdup(ns);
-	if (user) {
-		cleanup_free char *uentry = xasprintf("user \"%s\"", user_name);
-		if (json_get(user, "exec") || json_get(user, "auth-provider")) {
-			err_set(err, ERR_CONFIG,
-			        "kubeconfig %s: user \"%s\" uses %s, which krmpod does not "
-			        "support: use a "
-			        "token, tokenFile or client certificate",
-			        uf->path, user_name,
-			        json_get(user, "exec") ? "exec" : "auth-provider");
-			goto fail;
-		}
-		if (load_blob(uf, user, "client-certificate", uentry, &c->cert_pem, &c->cert_len,
-		              err) < 0 ||
-		    load_blob(uf, user, "client-key", uentry, &c->key_pem, &c->key_len, err) < 0)
-			goto fail;
-		if ((c->cert_pem == NULL) != (c->key_pem == NULL)) {
-			err_set(err, ERR_CONFIG,
-			        "kubeconfig %s: user \"%s\" has a client %s but no client %s",
-			        uf->path, user_name, c->cert_pem ? "certificate" : "key",
-			        c->cert_pem ? "key" : "certificate");
-			goto fail;
-		}
-		const char *token = json_str(json_get(user, "token"));
-		const char *token_file = json_str(json_get(user, "tokenFile"));
-		if (token && *token) {
-			c->token = xstrdup(token);
-		} else if (token_file && *token_file) {
-			c->token_file = resolve(uf, token_file);
-			char *tok = NULL;
-			if (kube_config_token(c, true, &tok, err) < 0) {
-				err_wrap(err, "kubeconfig %s: user \"%s\" tokenFile", uf->path,
-				         user_name);
-				goto fail;
-			}
-			free(tok);
-		}
-	}
 	*out = c;
 	return 0;
-fail:
-	kube_config_free(c);
-	return -1;
 }
 
 int kube_config_load_kubeconfig(const char *list, const char *context, struct kube_config **out,
@@ -373,11 +509,9 @@ int kube_config_load_kubeconfig(const char *list, const char *context, struct ku
 	return rc;
 }
 
-int kube_config_load(struct kube_config **out, struct err **err)
+int kube_config_load(const struct kube_config_opts *o, struct kube_config **out, struct err **err)
 {
-	const char *context = getenv("KRMPOD_CONTEXT");
-	if (context && *context == '\0')
-		context = NULL;
+	const char *context = o && o->context && *o->context ? o->context : NULL;
 	const char *list = getenv("KUBECONFIG");
 	if (list && *list) {
 		if (kube_config_load_kubeconfig(list, context, out, err) < 0)
@@ -386,8 +520,8 @@ int kube_config_load(struct kube_config **out, struct err **err)
 	}
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	if (host && *host) {
-		const char *sa = getenv("KRMPOD_SERVICEACCOUNT_DIR");
-		return kube_config_load_incluster(sa && *sa ? sa : DEFAULT_SA_DIR, out, err);
+		const char *sa = o && o->sa_dir && *o->sa_dir ? o->sa_dir : DEFAULT_SA_DIR;
+		return kube_config_load_incluster(sa, out, err);
 	}
 	const char *home = getenv("HOME");
 	if (home && *home) {

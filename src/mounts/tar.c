@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 
@@ -367,6 +368,34 @@ static int read_header(struct tar_reader *r, unsigned char *h, struct err **err)
 	return 1;
 }
 
+/* Reads the next entry's header into h, after a PAX extended header if there is one (its
+ * path and linkpath into *pax_path, *pax_link). Returns 1, 0 at the end marker, or -1. */
+static int read_headers(struct tar_reader *r, unsigned char *h, char **pax_path, char **pax_link,
+                        struct err **err)
+{
+	for (bool had_pax = false;; had_pax = true) {
+		int rc = read_header(r, h, err);
+		if (rc <= 0)
+			return rc;
+		if (h[OFF_TYPE] != TAR_PAX)
+			return 1;
+		unsigned long long len = 0;
+		if (had_pax || !get_octal(h + OFF_SIZE, 12, &len) || len > LIMIT_TAR_PAX)
+			return err_set(err, ERR_IO,
+			               "tar: a PAX header that is repeated or longer than %u bytes",
+			               (unsigned)LIMIT_TAR_PAX);
+		char *data = xmalloc(len + 1);
+		rc = read_exact(r, data, len, "a PAX header", err);
+		if (rc == 0)
+			rc = parse_pax(data, len, pax_path, pax_link, err);
+		free(data);
+		if (rc == 0)
+			rc = skip(r, tar_padding(len), "a PAX header", err);
+		if (rc < 0)
+			return -1;
+	}
+}
+
 int tar_next(struct tar_reader *r, struct tar_entry *e, struct err **err)
 {
 	if (r->remaining + r->pad > 0) {
@@ -375,54 +404,28 @@ int tar_next(struct tar_reader *r, struct tar_entry *e, struct err **err)
 		r->remaining = r->pad = 0;
 	}
 	tar_reader_free(r);
-	char *pax_path = NULL, *pax_link = NULL;
+	cleanup_free char *pax_path = NULL, *pax_link = NULL;
 	unsigned char h[TAR_BLOCK];
-	int rc;
-	for (bool had_pax = false;; had_pax = true) {
-		rc = read_header(r, h, err);
-		if (rc <= 0)
-			goto out;
-		if (h[OFF_TYPE] != TAR_PAX)
-			break;
-		unsigned long long len = 0;
-		if (had_pax || !get_octal(h + OFF_SIZE, 12, &len) || len > LIMIT_TAR_PAX) {
-			rc = err_set(err, ERR_IO,
-			             "tar: a PAX header that is repeated or longer than "
-			             "%u bytes",
-			             (unsigned)LIMIT_TAR_PAX);
-			goto out;
-		}
-		char *data = xmalloc(len + 1);
-		rc = read_exact(r, data, len, "a PAX header", err);
-		if (rc == 0)
-			rc = parse_pax(data, len, &pax_path, &pax_link, err);
-		free(data);
-		if (rc == 0)
-			rc = skip(r, tar_padding(len), "a PAX header", err);
-		if (rc < 0)
-			goto out;
-	}
+	int rc = read_headers(r, h, &pax_path, &pax_link, err);
+	if (rc <= 0)
+		return rc;
 	char type = (char)h[OFF_TYPE];
 	if (type == '\0')
 		type = TAR_FILE;
 	if (type != TAR_FILE && type != TAR_DIR && type != TAR_SYMLINK) {
-		rc = err_set(err, ERR_IO,
-		             "tar: unsupported entry type '%c' (only files, directories and "
-		             "symlinks)",
-		             type >= 32 && type < 127 ? type : '?');
-		goto out;
+		return err_set(err, ERR_IO,
+		               "tar: unsupported entry type '%c' (only files, directories and "
+		               "symlinks)",
+		               type >= 32 && type < 127 ? type : '?');
 	}
 	unsigned long long size = 0, mode = 0, mtime = 0;
 	if (!get_octal(h + OFF_SIZE, 12, &size) || !get_octal(h + OFF_MODE, 8, &mode) ||
 	    !get_octal(h + OFF_MTIME, 12, &mtime)) {
-		rc = err_set(err, ERR_IO, "tar: a bad number in a header at byte %llu",
-		             (unsigned long long)(r->offset - TAR_BLOCK));
-		goto out;
+		return err_set(err, ERR_IO, "tar: a bad number in a header at byte %llu",
+		               (unsigned long long)(r->offset - TAR_BLOCK));
 	}
-	if (type != TAR_FILE && size != 0) {
-		rc = err_set(err, ERR_IO, "tar: a directory or symlink with data");
-		goto out;
-	}
+	if (type != TAR_FILE && size != 0)
+		return err_set(err, ERR_IO, "tar: a directory or symlink with data");
 	if (pax_path) {
 		r->path = pax_path;
 		pax_path = NULL;
@@ -449,11 +452,7 @@ int tar_next(struct tar_reader *r, struct tar_entry *e, struct err **err)
 	e->mtime = (int64_t)mtime;
 	r->remaining = size;
 	r->pad = tar_padding(size);
-	rc = 1;
-out:
-	free(pax_path);
-	free(pax_link);
-	return rc;
+	return 1;
 }
 
 ssize_t tar_read_data(struct tar_reader *r, void *buf, size_t n, struct err **err)

@@ -4,7 +4,8 @@
 #include <stdio.h>
 
 #include "mounts/mounts.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_container.h"
+#include "pod/pod_names.h"
 
 /* Resources of the init container: it only copies bytes from its stdin to files. */
 #define HELPER_CPU_REQUEST    "10m"
@@ -58,7 +59,7 @@ void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req
 	jw_str(w, "unpack");
 	jw_str(w, POD_MOUNTS_DIR);
 	jw_arr_end(w);
-	pod_spec_write_attach_fields(w, true); /* it receives the tar on stdin */
+	pod_container_write_attach_fields(w, true); /* it receives the tar on stdin */
 	jw_key(w, "env");
 	jw_arr_begin(w);
 	jw_obj_begin(w);
@@ -69,7 +70,7 @@ void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req
 	jw_obj_end(w);
 	jw_arr_end(w);
 	write_resources(w);
-	pod_spec_write_security_context(w);
+	pod_container_write_security_context(w);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	jw_key(w, "volumeMounts");
 	jw_arr_begin(w);

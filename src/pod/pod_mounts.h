@@ -1,5 +1,5 @@
 /* pod_mounts.h — the parts of a function pod that carry its --mount flags (docs/levels.md,
- * "Level 2: mounts"). Called by pod_spec.c.
+ * "Level 2: mounts"). Called by pod_spec.c; the names are in pod_names.h.
  *
  * Mount i (its index among the --mount flags) gets the emptyDir volume "krmpod-mount-<i>":
  *   - bind: the `mounts` init container (the helper image running `krmpod unpack
@@ -18,10 +18,6 @@
 #include "base/json.h"
 #include "config/fn_request.h"
 #include "config/settings.h"
-
-#define POD_MOUNTS_CONTAINER_NAME "mounts"
-#define POD_MOUNTS_DIR            "/krmpod/mounts"
-#define POD_MOUNT_VOLUME_PREFIX   "krmpod-mount-"
 
 /* Whether req needs the `mounts` init container (it has a bind mount). */
 bool pod_mounts_need_helper(const struct fn_request *req);

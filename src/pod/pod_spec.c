@@ -3,11 +3,14 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "pod/pod_container.h"
 #include "pod/pod_mounts.h"
+#include "pod/pod_names.h"
 #include "pod/pod_template.h"
 
 char *pod_spec_generate_name(const char *image)
@@ -53,6 +56,30 @@ static const char *pull_policy(enum fn_pull p)
 	return NULL;
 }
 
+size_t pod_spec_labels(const struct settings *s, bool network_granted, struct label **out)
+{
+	const struct json *tl = json_path(s->template, "metadata.labels");
+	struct label *l = xcalloc(json_len(tl) + s->n_labels + 3, sizeof(*l));
+	size_t n = 0;
+	/* The PodTemplate's labels first (pod_template_check refused krmpod's own), unless
+	 * KRMPOD_EXTRA_LABELS sets the same key: strict field validation refuses duplicates. */
+	for (size_t i = 0; i < json_len(tl); i++) {
+		const char *k = json_key_at(tl, i);
+		bool dup = false;
+		for (size_t j = 0; j < s->n_labels && !dup; j++)
+			dup = strcmp(s->labels[j].key, k) == 0;
+		if (!dup)
+			l[n++] = (struct label){(char *)k, (char *)json_str(json_at(tl, i))};
+	}
+	for (size_t i = 0; i < s->n_labels; i++)
+		l[n++] = s->labels[i];
+	l[n++] = (struct label){POD_LABEL_MANAGED_BY, "krmpod"};
+	l[n++] = (struct label){POD_LABEL_FUNCTION, "true"};
+	l[n++] = (struct label){POD_LABEL_NETWORK, network_granted ? "granted" : "none"};
+	*out = l;
+	return n;
+}
+
 static void write_metadata(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	jw_key(w, "metadata");
@@ -62,22 +89,11 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 	free(gen);
 	jw_key(w, "labels");
 	jw_obj_begin(w);
-	/* The PodTemplate's labels first (pod_template_check refused krmpod's own), unless
-	 * KRMPOD_EXTRA_LABELS sets the same key: strict field validation refuses duplicates. */
-	const struct json *tl = json_path(s->template, "metadata.labels");
-	for (size_t i = 0; i < json_len(tl); i++) {
-		const char *k = json_key_at(tl, i);
-		bool dup = false;
-		for (size_t j = 0; j < s->n_labels && !dup; j++)
-			dup = strcmp(s->labels[j].key, k) == 0;
-		if (!dup)
-			jw_kv_str(w, k, json_str(json_at(tl, i)));
-	}
-	for (size_t i = 0; i < s->n_labels; i++)
-		jw_kv_str(w, s->labels[i].key, s->labels[i].value);
-	jw_kv_str(w, POD_LABEL_MANAGED_BY, "krmpod");
-	jw_kv_str(w, POD_LABEL_FUNCTION, "true");
-	jw_kv_str(w, POD_LABEL_NETWORK, req->network == FN_NETWORK_HOST ? "granted" : "none");
+	struct label *labels = NULL;
+	size_t n = pod_spec_labels(s, req->network == FN_NETWORK_HOST, &labels);
+	for (size_t i = 0; i < n; i++)
+		jw_kv_str(w, labels[i].key, labels[i].value);
+	free(labels);
 	jw_obj_end(w);
 	jw_key(w, "annotations");
 	jw_obj_begin(w);
@@ -148,30 +164,6 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 	}
 }
 
-void pod_spec_write_attach_fields(struct jw *w, bool stdin_)
-{
-	jw_kv_bool(w, "stdin", stdin_);
-	jw_kv_bool(w, "stdinOnce", stdin_);
-	jw_kv_bool(w, "tty", false);
-}
-
-void pod_spec_write_security_context(struct jw *w)
-{
-	jw_key(w, "securityContext");
-	jw_obj_begin(w);
-	jw_kv_bool(w, "allowPrivilegeEscalation", false);
-	jw_kv_bool(w, "privileged", false);
-	jw_kv_bool(w, "runAsNonRoot", true);
-	jw_key(w, "capabilities");
-	jw_obj_begin(w);
-	jw_key(w, "drop");
-	jw_arr_begin(w);
-	jw_str(w, "ALL");
-	jw_arr_end(w);
-	jw_obj_end(w);
-	jw_obj_end(w);
-}
-
 static void write_container(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	jw_obj_begin(w);
@@ -189,7 +181,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	}
 	/* docker run without -i: the process gets an empty stdin (/dev/null), as with docker;
 	 * a container that asks for stdin would wait for an attach that never sends it. */
-	pod_spec_write_attach_fields(w, req->want_stdin);
+	pod_container_write_attach_fields(w, req->want_stdin);
 	jw_key(w, "env");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < req->n_env; i++) {
@@ -212,7 +204,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	jw_kv_str(w, "memory", s->memory_limit);
 	jw_obj_end(w);
 	jw_obj_end(w);
-	pod_spec_write_security_context(w);
+	pod_container_write_security_context(w);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	write_volume_mounts(w, req, s);
 	jw_obj_end(w);

@@ -24,26 +24,17 @@
 #include "base/json.h"
 #include "config/fn_request.h"
 #include "config/settings.h"
-
-#define POD_CONTAINER_NAME   "fn"
-#define POD_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
-#define POD_LABEL_FUNCTION   "krmpod.dev/function"
-#define POD_LABEL_NETWORK    "krmpod.dev/network"
-#define POD_ANNOTATION_IMAGE "krmpod.dev/image"
+#include "pod/pod_names.h"
 
 /* Writes the Pod as JSON into out (appending). Cannot fail: inputs were validated when they
  * were parsed. */
 void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out);
 
-/* Writes the container "securityContext" (no privilege escalation, not privileged,
- * non-root, all capabilities dropped) that every container of a function pod gets. */
-void pod_spec_write_security_context(struct jw *w);
-
-/* The fields that make a container attachable the way krmpod streams it, no tty. With
- * `stdin_`, stdin and stdinOnce (the runtime closes stdin when the first attach's stdin
- * ends); without, neither: the process's stdin is empty (/dev/null), like `docker run`
- * without -i, and the attach asks only for stdout and stderr. */
-void pod_spec_write_attach_fields(struct jw *w, bool stdin_);
+/* The labels a function pod carries, in the pod's order: the PodTemplate's (unless
+ * KRMPOD_EXTRA_LABELS sets the same key), KRMPOD_EXTRA_LABELS, then krmpod's own
+ * (managed-by, function, and network: "granted" or "none"). The strings are borrowed from s
+ * (string literals for krmpod's own). Returns the count; *out is a new array to free. */
+size_t pod_spec_labels(const struct settings *s, bool network_granted, struct label **out);
 
 /* The generateName prefix for an image: "krmpod-" + the image's last path segment without
  * tag/digest, lowercased, non-alphanumerics as '-', cut so the name stays ≤ 63 chars with

@@ -8,10 +8,8 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "base/size_limits.h"
 #include "base/xalloc.h"
-#include "kube/kube_http.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_names.h"
 
 const struct json *pod_template_container(const struct json *tmpl)
 {
@@ -151,40 +149,8 @@ static void apply_resources(struct settings *s, const struct json *tmpl)
 	}
 }
 
-int pod_template_load(struct settings *s, struct kube_config *cfg, const char *ns, struct err **err)
+int pod_template_adopt(struct settings *s, struct json *doc, const char *what, struct err **err)
 {
-	if (s->pod_template == NULL)
-		return 0;
-	cleanup_free char *what = NULL;
-	struct json *doc = NULL;
-	if (strchr(s->pod_template, '/')) {
-		what = xasprintf("KRMPOD_POD_TEMPLATE file %s", s->pod_template);
-		cleanup_free char *text = NULL;
-		size_t len = 0;
-		if (buf_read_file(s->pod_template, LIMIT_KUSTOMIZE_FILE, "KRMPOD_POD_TEMPLATE file",
-		                  ERR_CONFIG, &text, &len, err) < 0)
-			return -1;
-		if (json_parse(text, len, what, &doc, err) < 0)
-			return -1;
-	} else {
-		what = xasprintf("KRMPOD_POD_TEMPLATE: PodTemplate %s/%s", ns, s->pod_template);
-		cleanup_kube_client struct kube_client *c = NULL;
-		if (kube_client_new(cfg, &c, err) < 0)
-			return -1;
-		cleanup_free char *esc = kube_query_escape(s->pod_template);
-		cleanup_free char *path =
-		        xasprintf("/api/v1/namespaces/%s/podtemplates/%s", ns, esc);
-		long status = 0;
-		if (kube_request(c, "GET", path, NULL, NULL, 0, &status, &doc, err) < 0) {
-			if (status == 404)
-				return err_set(
-				        err, ERR_CONFIG,
-				        "%s does not exist: create it (kubectl -n %s create -f "
-				        "podtemplate.yaml) or unset KRMPOD_POD_TEMPLATE",
-				        what, ns);
-			return err_wrap(err, "%s", what);
-		}
-	}
 	const char *kind = json_str(json_get(doc, "kind"));
 	const struct json *tmpl = doc;
 	if (kind && strcmp(kind, "PodTemplate") == 0)
@@ -204,6 +170,7 @@ int pod_template_load(struct settings *s, struct kube_config *cfg, const char *n
 		json_free(doc);
 		return -1;
 	}
+	json_free(s->template_doc);
 	s->template_doc = doc;
 	s->template = tmpl;
 	apply_resources(s, tmpl);

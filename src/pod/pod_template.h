@@ -3,7 +3,7 @@
  *
  * KRMPOD_POD_TEMPLATE names a PodTemplate in the functions namespace (read with one GET,
  * which needs `podtemplates get`), or, when it contains a '/', a YAML file: a PodTemplate, or
- * just its `template` ({metadata, spec}).
+ * just its `template` ({metadata, spec}). Reading it is fn_config.c's; this module is pure.
  *
  * Taken from the template: metadata labels and annotations; spec tolerations, nodeSelector,
  * affinity, priorityClassName, imagePullSecrets, runtimeClassName, volumes (extra ones; the
@@ -23,13 +23,13 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "config/settings.h"
-#include "kube/kubeconfig.h"
 
-/* Loads the template KRMPOD_POD_TEMPLATE names (s->pod_template), checks it and stores it
- * in s (s->template_doc owns the document, s->template points at {metadata, spec}); applies
- * its resources as defaults. A no-op when s->pod_template is NULL. */
-int pod_template_load(struct settings *s, struct kube_config *cfg, const char *ns,
-                      struct err **err);
+/* Takes doc (owned: freed on failure too), the template KRMPOD_POD_TEMPLATE names as read
+ * (by fn_config.c, from its file or the API), `what` naming it in errors: a PodTemplate or
+ * just its template ({metadata, spec}). Checks it against the floor and stores it in s
+ * (s->template_doc owns the document, s->template points at {metadata, spec}); its resources
+ * become defaults where no KRMPOD_* setting was given. */
+int pod_template_adopt(struct settings *s, struct json *doc, const char *what, struct err **err);
 
 /* Checks a template ({metadata, spec}) against the floor; `what` names it in errors. */
 int pod_template_check(const struct json *tmpl, const char *what, struct err **err);

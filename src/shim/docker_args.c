@@ -246,18 +246,15 @@ static int parse_ro(const char *flag, const char *value, const char *v, bool *ou
 	return 0;
 }
 
-/* --mount type=bind|tmpfs,source=ABS,target=DST[,readonly]: what kustomize builds from a
- * function's `mounts` (kyaml runtimeutil.StorageMount.String()). */
-static int h_mount(struct fn_request *req, const char *flag, const char *value,
-                   char *const *environ_, struct err **err)
+/* The options of one --mount value, split in place (into `copy`). */
+struct mount_opts {
+	const char *type, *source, *target;
+	bool readonly;
+};
+
+static int split_mount(const char *flag, const char *value, char *copy, struct mount_opts *o,
+                       struct err **err)
 {
-	(void)environ_;
-	if (req->n_mounts >= LIMIT_MOUNTS)
-		return err_set(err, ERR_USAGE, "%s %s: more than %d mounts", flag, value,
-		               LIMIT_MOUNTS);
-	struct fn_mount m = {.type = FN_MOUNT_BIND};
-	cleanup_free char *copy = xstrdup(value);
-	const char *type = NULL, *source = NULL, *target = NULL;
 	char *save = NULL;
 	for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
@@ -265,15 +262,15 @@ static int h_mount(struct fn_request *req, const char *flag, const char *value,
 		if (eq)
 			*eq = '\0';
 		if (strcmp(kv, "type") == 0 && v) {
-			type = v;
+			o->type = v;
 		} else if ((strcmp(kv, "source") == 0 || strcmp(kv, "src") == 0) && v) {
-			source = v;
+			o->source = v;
 		} else if ((strcmp(kv, "target") == 0 || strcmp(kv, "destination") == 0 ||
 		            strcmp(kv, "dst") == 0) &&
 		           v) {
-			target = v;
+			o->target = v;
 		} else if (strcmp(kv, "readonly") == 0 || strcmp(kv, "ro") == 0) {
-			if (parse_ro(flag, value, v, &m.readonly, err) < 0)
+			if (parse_ro(flag, value, v, &o->readonly, err) < 0)
 				return -1;
 		} else {
 			return err_set(err, ERR_USAGE,
@@ -283,6 +280,24 @@ static int h_mount(struct fn_request *req, const char *flag, const char *value,
 			               flag, value, kv);
 		}
 	}
+	return 0;
+}
+
+/* --mount type=bind|tmpfs,source=ABS,target=DST[,readonly]: what kustomize builds from a
+ * function's `mounts` (kyaml runtimeutil.StorageMount.String()). */
+static int h_mount(struct fn_request *req, const char *flag, const char *value,
+                   char *const *environ_, struct err **err)
+{
+	(void)environ_;
+	if (req->n_mounts >= LIMIT_MOUNTS)
+		return err_set(err, ERR_USAGE, "%s %s: more than %d mounts", flag, value,
+		               LIMIT_MOUNTS);
+	cleanup_free char *copy = xstrdup(value);
+	struct mount_opts o = {0};
+	if (split_mount(flag, value, copy, &o, err) < 0)
+		return -1;
+	const char *type = o.type, *source = o.source, *target = o.target;
+	struct fn_mount m = {.type = FN_MOUNT_BIND, .readonly = o.readonly};
 	if (type == NULL)
 		return err_set(err, ERR_USAGE, "%s %s: type= is missing (bind or tmpfs)", flag,
 		               value);

@@ -102,7 +102,7 @@ def test_layout(layout, image):
     # the kustomize that generate runs
     final, kz = layout.resolve(env["KRMPOD_KUSTOMIZE"])
     assert kz.isfile() and layout.others_can(env["KRMPOD_KUSTOMIZE"], 0o1), final
-    # the CA bundle krmpod falls back to (kube_http.c, kube_attach.c)
+    # the CA bundle krmpod falls back to (kubeconfig.c: kube_config_ca, for REST and streams alike)
     ca = "/etc/ssl/certs/ca-certificates.crt"
     final, ti = layout.resolve(ca)
     assert ti.isfile() and ti.size > 10000 and layout.others_can(ca, 0o4)

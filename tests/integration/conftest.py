@@ -47,10 +47,10 @@ PULL_BACKOFF_MS = 1000
 
 class Kubesim(testing.Kubesim):
     def __init__(self, state, relist_period_ms=RELIST_MS, pull_backoff_ms=PULL_BACKOFF_MS,
-                 server_version=None):
+                 server_version=None, path_prefix=""):
         super().__init__(state, IMAGES + ":" + helper_image_dir(state),
                          relist_period_ms=relist_period_ms, pull_backoff_ms=pull_backoff_ms,
-                         server_version=server_version)
+                         server_version=server_version, path_prefix=path_prefix)
 
 
 @pytest.fixture(scope="session")

@@ -23,10 +23,11 @@ RELIST_MS = 20
 class Kubesim(testing.Kubesim):
     """The shared harness plus a private kubectl HOME and pod helpers."""
 
-    def __init__(self, state):
+    def __init__(self, state, path_prefix=""):
         # A fast kubelet for these tests (kubesim's defaults model a real one: 1 s relists,
         # 10 s image pull back-off; test_conformance.py checks those).
-        super().__init__(state, IMAGES, relist_period_ms=RELIST_MS, pull_backoff_ms=1000)
+        super().__init__(state, IMAGES, relist_period_ms=RELIST_MS, pull_backoff_ms=1000,
+                         path_prefix=path_prefix)
         self.home = os.path.join(state, "home")
         os.makedirs(self.home)
 
@@ -58,18 +59,24 @@ class Kubesim(testing.Kubesim):
                              "phase in %s" % (phases,))
 
 
-@pytest.fixture(scope="session")
-def sim():
+def started(prefix, **kw):
+    """A kubesim (Kubesim(state, **kw)) for the fixture that yields from this; afterwards its
+    state is removed and its log must hold no Python traceback."""
     if KUBECTL is None:
         pytest.fail("kubectl is not installed (these tests check kubesim against it)")
-    state = tempfile.mkdtemp(prefix="kubesim-kubectl-")
-    s = Kubesim(state)
+    state = tempfile.mkdtemp(prefix=prefix)
+    s = Kubesim(state, **kw)
     yield s
     s.stop()
     with open(os.path.join(state, "kubesim.stderr")) as f:
         log = f.read()
     shutil.rmtree(state, ignore_errors=True)
     assert "Traceback" not in log, "kubesim raised:\n" + log
+
+
+@pytest.fixture(scope="session")
+def sim():
+    yield from started("kubesim-kubectl-")
 
 
 @pytest.fixture

@@ -8,11 +8,13 @@
 
 #include "check.h"
 #include "cmp/kustomization.h"
+#include "cmp/prestart.h"
 #include "config/cmp_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
-#include "fn/prestart.h"
 #include "unit_settings.h"
+
+extern char **environ;
 
 static void clear_env(void)
 {
@@ -42,7 +44,7 @@ TEST(kustomize_command_line)
 	struct cmp_settings s;
 	struct err *e = NULL;
 	clear_env();
-	CHECK(cmp_settings_load(&s, &e) == 0);
+	CHECK(cmp_settings_load(&s, environ, &e) == 0);
 	char *cmd = joined(&s);
 	CHECK_STR(cmd, "kustomize build --enable-alpha-plugins .");
 	CHECK(!s.is_kubectl && !s.allow_network && s.prestart && s.prestart_max == 8);
@@ -54,7 +56,7 @@ TEST(kustomize_command_line)
 	setenv("KRMPOD_ALLOW_NETWORK", "TRUE", 1);
 	setenv("KRMPOD_KUSTOMIZE_FLAGS", "--load-restrictor=LoadRestrictionsNone --reorder=none",
 	       1);
-	CHECK(cmp_settings_load(&s, &e) == 0);
+	CHECK(cmp_settings_load(&s, environ, &e) == 0);
 	cmd = joined(&s);
 	CHECK_STR(cmd, "kubectl kustomize --enable-alpha-plugins --network "
 	               "--load-restrictor=LoadRestrictionsNone --reorder=none .");
@@ -80,7 +82,7 @@ TEST(bad_hook_settings_name_the_variable)
 		setenv(bad[i].var, bad[i].value, 1);
 		struct cmp_settings s;
 		struct err *e = NULL;
-		CHECK(cmp_settings_load(&s, &e) < 0);
+		CHECK(cmp_settings_load(&s, environ, &e) < 0);
 		if (e) {
 			CHECK_CONTAINS(e->msg, bad[i].var);
 			err_free(e);

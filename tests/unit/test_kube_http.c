@@ -17,7 +17,9 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "check.h"
+#include "kube/kube_api.h"
 #include "kube/kube_http.h"
+#include "kube/kube_stream.h"
 
 /* --- Status decoding -------------------------------------------------------------------- */
 
@@ -338,14 +340,23 @@ static const char *fake_req(struct fake *f, int i)
 	return i < f->nreq && i < 16 ? f->reqs[i] : "(no such request)";
 }
 
-static struct kube_config *fake_config(int port, const char *token)
+/* A configuration for the fake server, its URL with the path `prefix` ("" for none). */
+static struct kube_config *fake_config_at(int port, const char *prefix, const char *token)
 {
-	struct kube_config *cfg = xcalloc(1, sizeof(*cfg));
-	pthread_mutex_init(&cfg->token_lock, NULL);
+	struct kube_config *cfg = kube_config_new();
 	cfg->source = xstrdup("unit test");
-	cfg->server = xasprintf("http://127.0.0.1:%d/", port);
+	char *url = xasprintf("http://127.0.0.1:%d%s/", port, prefix);
+	struct err *e = NULL;
+	CHECK_INT(kube_config_set_server(cfg, url, &e), 0);
+	err_free(e);
+	free(url);
 	cfg->token = token ? xstrdup(token) : NULL;
 	return cfg;
+}
+
+static struct kube_config *fake_config(int port, const char *token)
+{
+	return fake_config_at(port, "", token);
 }
 
 #define POD_JSON "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}"
@@ -727,11 +738,60 @@ TEST(tls_server_name_routes_to_the_real_server)
 	kube_config_free(cfg);
 }
 
+/* An API server behind a proxy at https://host/k8s/: every path, REST and stream alike,
+ * goes under the prefix. The attach is refused with 403, so the stream client also reads
+ * /version (through the REST client) to explain it: three requests, all under /k8s. */
+TEST(server_under_a_path_prefix)
+{
+	static const struct step steps[] = {
+	        {.response = OK_200, .close = true}, /* one connection at a time */
+	        {.response = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", .close = true},
+	        {.response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	                     "Content-Length: 49\r\n\r\n{\"major\":\"1\",\"minor\":\"34\","
+	                     "\"gitVersion\":\"v1.34.0\"}"},
+	};
+	struct fake f;
+	fake_start(&f, steps, 3);
+	struct kube_config *cfg = fake_config_at(f.port, "/k8s", "tok");
+	CHECK_STR(cfg->server, cfg->server); /* set */
+	CHECK_STR(cfg->srv.prefix, "/k8s");
+	struct kube_client *c = NULL;
+	struct err *e = NULL;
+	struct json *pod = NULL;
+	CHECK_INT(kube_client_new(cfg, &c, &e), 0);
+	CHECK_INT(kube_api_pod_get(c, "a", "p", NULL, &pod, &e), 0);
+	CHECK_STR(json_str(json_path(pod, "metadata.name")), "p");
+	CHECK_CONTAINS(fake_req(&f, 0), "GET /k8s/api/v1/namespaces/a/pods/p HTTP/1.1");
+	char *path = kube_api_pod_attach_path("a", "p", "fn", true);
+	struct kube_stream_opts o = {.path = path,
+	                             .in_fd = -1,
+	                             .out_fd = -1,
+	                             .err_fd = -1,
+	                             .deadline_ms = now_ms() + 5000};
+	struct kube_stream *stream = NULL;
+	CHECK_INT(kube_stream_open(cfg, &o, &stream, &e), -1);
+	CHECK(e && e->http_status == 403);
+	CHECK_CONTAINS(e ? e->msg : NULL, "it runs Kubernetes v1.34.0");
+	CHECK_CONTAINS(fake_req(&f, 1), "GET /k8s/api/v1/namespaces/a/pods/p/attach?container=fn"
+	                                "&stdin=true&stdout=true&stderr=true&tty=false HTTP/1.1");
+	CHECK(strcasestr(fake_req(&f, 1), "authorization: Bearer tok") != NULL);
+	CHECK_CONTAINS(fake_req(&f, 2), "GET /k8s/version HTTP/1.1");
+	err_free(e);
+	free(path);
+	json_free(pod);
+	kube_client_free(c);
+	fake_stop(&f);
+	kube_config_free(cfg);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	log_set_level(LOG_WARN); /* retries log at info; KRMPOD_LOG_LEVEL=debug shows them */
-	log_init_from_env(NULL);
+	const char *lvl = getenv("KRMPOD_LOG_LEVEL");
+	enum log_level level;
+	if (lvl && log_parse_level(lvl, "KRMPOD_LOG_LEVEL", &level, NULL) == 0)
+		log_set_level(level);
 	RUN(status_forbidden);
 	RUN(status_invalid_adds_causes_not_in_the_message);
 	RUN(status_plain_text_is_quoted);
@@ -754,5 +814,6 @@ int main(void)
 	RUN(stream_errors);
 	RUN(response_body_limit);
 	RUN(tls_server_name_routes_to_the_real_server);
+	RUN(server_under_a_path_prefix);
 	return check_summary();
 }

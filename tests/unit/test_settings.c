@@ -4,6 +4,8 @@
 #include "check.h"
 #include "config/settings.h"
 
+extern char **environ;
+
 static const char *const vars[] = {
         "KRMPOD_NAMESPACE", "KRMPOD_START_TIMEOUT",  "KRMPOD_TIMEOUT",      "KRMPOD_CPU_REQUEST",
         "KRMPOD_CPU_LIMIT", "KRMPOD_MEMORY_REQUEST", "KRMPOD_MEMORY_LIMIT", "KRMPOD_EXTRA_LABELS",
@@ -20,7 +22,7 @@ TEST(defaults)
 	clear_env();
 	struct settings s;
 	struct err *e = NULL;
-	CHECK_INT(settings_load(&s, &e), 0);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
 	CHECK(s.namespace == NULL);
 	CHECK_INT(s.start_timeout_ms, 120000);
 	CHECK_INT(s.timeout_ms, 300000);
@@ -43,7 +45,7 @@ TEST(values)
 	setenv("KRMPOD_OWNER_UID", "1234-5678", 1);
 	struct settings s;
 	struct err *e = NULL;
-	CHECK_INT(settings_load(&s, &e), 0);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
 	CHECK_STR(s.namespace, "krmpod-functions");
 	CHECK_INT(s.start_timeout_ms, 1500);
 	CHECK_INT(s.timeout_ms, 120000);
@@ -65,7 +67,7 @@ TEST(short_timeout_clamps_default_start_timeout)
 	setenv("KRMPOD_TIMEOUT", "30", 1);
 	struct settings s;
 	struct err *e = NULL;
-	CHECK_INT(settings_load(&s, &e), 0);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
 	CHECK_INT(s.start_timeout_ms, 30000);
 	settings_clear(&s);
 	clear_env();
@@ -77,7 +79,7 @@ static void expect_error(const char *var, const char *value, const char *needle)
 	setenv(var, value, 1);
 	struct settings s;
 	struct err *e = NULL;
-	CHECK_INT(settings_load(&s, &e), -1);
+	CHECK_INT(settings_load_env(&s, environ, &e), -1);
 	CHECK(e && e->code == ERR_CONFIG);
 	if (e) {
 		CHECK_CONTAINS(e->msg, var);
@@ -108,7 +110,7 @@ TEST(start_timeout_longer_than_timeout)
 	setenv("KRMPOD_START_TIMEOUT", "20s", 1);
 	struct settings s;
 	struct err *e = NULL;
-	CHECK_INT(settings_load(&s, &e), -1);
+	CHECK_INT(settings_load_env(&s, environ, &e), -1);
 	if (e)
 		CHECK_CONTAINS(e->msg, "KRMPOD_START_TIMEOUT");
 	err_free(e);

@@ -51,8 +51,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, addr, cluster, faults, tokens, ctx, reqlog, version=(1, 34)):
+    def __init__(self, addr, cluster, faults, tokens, ctx, reqlog, version=(1, 34),
+                 path_prefix=""):
         self.cluster, self.faults, self.tokens = cluster, faults, tokens
+        # The API under a path ("/k8s"), as behind a proxy at https://host/k8s/; the
+        # control API (/kubesim/) stays at the root.
+        self.path_prefix = path_prefix
         self.ctx, self.reqlog = ctx, reqlog
         self.version = version  # (major, minor) that /version answers and streams follow
         self.protocols = tuple(p for p in PROTOCOLS
@@ -483,9 +487,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_PATCH(self):
         self.dispatch("PATCH")
 
+    def strip_prefix(self):
+        """Takes the server's path prefix off self.path; False (after a 404 like a proxy's)
+        for an API request that is not under it."""
+        prefix = self.server.path_prefix
+        if not prefix or self.path.startswith("/kubesim/"):
+            return True
+        if self.path == prefix or self.path.startswith((prefix + "/", prefix + "?")):
+            self.path = self.path[len(prefix):] or "/"
+            return True
+        self.close_connection = True  # its body, if any, is not read
+        self.send_text(404, "404 page not found: kubesim serves the API under %s/\n" % prefix)
+        self.server.log_line(self.command, self.path, 404)
+        return False
+
     def dispatch(self, method):
         self.logged = None
         self.logged_early = False
+        if not self.strip_prefix():
+            return
         u = urlparse(self.path)
         self.q = {k: v for k, v in parse_qs(u.query, keep_blank_values=True).items()}
         path = u.path.rstrip("/") or "/"

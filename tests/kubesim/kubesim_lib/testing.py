@@ -14,12 +14,14 @@ KUBESIM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 class Kubesim:
     """tests/kubesim/kubesim on 127.0.0.1 with its state (kubeconfigs, tokens, CA, request
     log) in `state`. `images` is a `:`-separated list of fixture directories.
-    relist_period_ms, pull_backoff_ms and server_version are kubesim's flags (None: its
-    defaults, a real kubelet's timing and Kubernetes 1.34)."""
+    relist_period_ms, pull_backoff_ms, server_version and path_prefix are kubesim's flags
+    (None: its defaults, a real kubelet's timing and Kubernetes 1.34, the API at the
+    root)."""
 
     def __init__(self, state, images, relist_period_ms=None, server_version=None,
-                 pull_backoff_ms=None):
+                 pull_backoff_ms=None, path_prefix=""):
         self.state = state
+        self.path_prefix = path_prefix
         self.stderr = open(os.path.join(state, "kubesim.stderr"), "w")
         args = [KUBESIM, "--port", "0", "--images", images, "--state", state]
         if relist_period_ms is not None:
@@ -28,6 +30,8 @@ class Kubesim:
             args += ["--pull-backoff-ms", str(pull_backoff_ms)]
         if server_version is not None:
             args += ["--server-version", server_version]
+        if path_prefix:
+            args += ["--path-prefix", path_prefix]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr,
                                      text=True)
         self.url = self.proc.stdout.readline().strip()
@@ -52,6 +56,8 @@ class Kubesim:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        if not path.startswith("/kubesim/"):
+            path = self.path_prefix + path
         conn.request(method, path, body=data, headers=headers)
         resp = conn.getresponse()
         text = resp.read().decode()

@@ -4,11 +4,10 @@
  * kustomize runs, `krmpod generate` reads the function configs of the tree, builds for each
  * the request kustomize's `docker run` will make (the same parser, docker_args.c, on the
  * argv kustomize would build), and a child process creates those pods, all at once.
- * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR) as a file named
- * KEY.POD, where KEY is fn_config_key() of its request. A shim computes the key of the
- * request it was given and claims a matching pod by rename(2)ing its file into claimed/
- * (atomic: two shims never get the same pod); with no match it creates its own pod as
- * always. The key covers the whole pod spec except activeDeadlineSeconds, so a claimed pod is
+ * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR; its files are
+ * described in fn/prestart_offer.h) under KEY, fn_config_key() of its request. A shim
+ * computes the key of the request it was given and claims a matching pod (fn_pod.c); with
+ * no match it creates its own pod as always. The key covers the whole pod spec except activeDeadlineSeconds, so a claimed pod is
  * exactly the pod the shim would have created. When kustomize is done, generate deletes
  * every pod nobody claimed.
  *
@@ -27,13 +26,6 @@
 #include "config/fn_request.h"
 #include "config/settings.h"
 #include "kube/kubeconfig.h"
-
-/* How long a shim waits for an offer for its key that is still being created. */
-#define PRESTART_WAIT_MS 3000
-
-/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. Waits
- * up to PRESTART_WAIT_MS while an offer for key is still being created, unless *cancel. */
-char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel);
 
 struct prestart;
 

@@ -1,5 +1,5 @@
 /* prestart.c — see prestart.h. */
-#include "fn/prestart.h"
+#include "cmp/prestart.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,51 +23,11 @@
 #include "base/signals.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
+#include "fn/prestart_offer.h"
+#include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "pod/pod_spec.h"
 #include "shim/docker_args.h"
-
-/* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
- * being made (a pending.KEY.N marker exists). */
-static char *claim_once(const char *dir, uint64_t key, bool *pending)
-{
-	char prefix[24], marker[40];
-	snprintf(prefix, sizeof(prefix), "%016llx.", (unsigned long long)key);
-	snprintf(marker, sizeof(marker), "pending.%016llx.", (unsigned long long)key);
-	*pending = false;
-	DIR *d = opendir(dir);
-	if (d == NULL)
-		return NULL;
-	char *pod = NULL;
-	struct dirent *e;
-	while (pod == NULL && (e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, marker, strlen(marker)) == 0)
-			*pending = true;
-		if (strncmp(e->d_name, prefix, 17) != 0)
-			continue;
-		cleanup_free char *from = xasprintf("%s/%s", dir, e->d_name);
-		cleanup_free char *to = xasprintf("%s/claimed/%s", dir, e->d_name);
-		if (rename(from, to) == 0)
-			pod = xstrdup(e->d_name + 17);
-		/* ENOENT: another shim was faster; look on */
-	}
-	closedir(d);
-	return pod;
-}
-
-char *prestart_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel)
-{
-	/* An offer for this key still being created is worth a short wait: it was started
-	 * earlier than any pod this shim could create now. */
-	int64_t until = now_ms() + PRESTART_WAIT_MS;
-	for (;;) {
-		bool pending;
-		char *pod = claim_once(dir, key, &pending);
-		if (pod || !pending || now_ms() >= until || (cancel && *cancel))
-			return pod;
-		usleep(10 * 1000);
-	}
-}
 
 struct offer {
 	char *body; /* the pod as JSON */
@@ -120,7 +80,7 @@ static int request_for(const struct kfn *f, bool network, char *const *environ_,
 /* The marker saying offer i is still being made. */
 static char *pending_marker(const struct prestart *p, size_t i)
 {
-	return xasprintf("%s/pending.%016llx.%zu", p->dir, (unsigned long long)p->offers[i].key, i);
+	return prestart_offer_pending_path(p->dir, p->offers[i].key, i);
 }
 
 /* True once generate closed its end of the pipe (done, or dead). */
@@ -128,6 +88,77 @@ static bool parent_done(int fd, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	return poll(&p, 1, timeout_ms) > 0;
+}
+
+/* Creates a private empty file (a marker or an offer); best effort. */
+static void touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Creates the pods and offers each as it exists; stops early when generate is done, the
+ * group is signalled, or a full ResourceQuota refuses one. Returns how many exist. */
+static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int pipe_r)
+{
+	unsigned created = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		cleanup_free char *m = pending_marker(p, i);
+		touch(m);
+	}
+	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
+		struct offer *o = &p->offers[i];
+		cleanup_free char *marker = pending_marker(p, i);
+		cleanup_json struct json *pod = NULL;
+		cleanup_err struct err *ce = NULL;
+		log_debug("pod spec: %s", o->body);
+		if (kube_api_pod_create(c, p->ns, o->body, o->len, &pod, &ce) < 0) {
+			/* Not fatal: the shim will create its own and report what is wrong. */
+			log_debug("%s: %s", o->image, ce->msg);
+			unlink(marker);
+			if (!kube_api_quota_full(ce))
+				continue;
+			/* Prestart must not take the room other renders need. */
+			log_info("the namespace's ResourceQuota is full: no more pods started "
+			         "ahead");
+			break;
+		}
+		created++;
+		o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
+		cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
+		touch(file);
+		unlink(marker);
+		log_debug("pod %s for %s offered", o->pod, o->image);
+	}
+	for (size_t i = 0; i < p->n; i++) { /* offers never made */
+		cleanup_free char *m = pending_marker(p, i);
+		unlink(m);
+	}
+	return created;
+}
+
+/* Deletes every offered pod nobody claimed: not cancellable, but bounded. */
+static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned *claimed,
+                             unsigned *deleted)
+{
+	kube_client_set_cancel(c, NULL);
+	kube_client_set_deadline(c, now_ms() + 3000);
+	for (size_t i = 0; i < p->n; i++) {
+		struct offer *o = &p->offers[i];
+		if (o->pod == NULL)
+			continue;
+		cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
+		if (unlink(file) < 0) {
+			(*claimed)++; /* a shim renamed it away: the pod is the shim's to delete */
+			continue;
+		}
+		cleanup_err struct err *de = NULL;
+		if (kube_api_pod_delete(c, p->ns, o->pod, &de) < 0)
+			log_warn("delete unclaimed pod %s/%s: %s", p->ns, o->pod, de->msg);
+		else
+			(*deleted)++;
+	}
 }
 
 /* The janitor, a child of generate in generate's process group: creates the pods, offers
@@ -142,67 +173,10 @@ static void janitor_main(struct prestart *p, int pipe_r)
 		log_warn("%s", e->msg);
 		_exit(1);
 	}
-	unsigned created = 0, claimed = 0, deleted = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		cleanup_free char *m = pending_marker(p, i);
-		int fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			close(fd);
-	}
-	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
-		struct offer *o = &p->offers[i];
-		cleanup_free char *marker = pending_marker(p, i);
-		cleanup_json struct json *pod = NULL;
-		cleanup_err struct err *ce = NULL;
-		log_debug("pod spec: %s", o->body);
-		if (kube_pod_create(c, p->ns, o->body, o->len, &pod, &ce) < 0) {
-			/* Not fatal: the shim will create its own and report what is wrong. */
-			log_debug("%s: %s", o->image, ce->msg);
-			unlink(marker);
-			if (ce->http_status == 403 && strstr(ce->msg, "exceeded quota")) {
-				/* Prestart must not take the room other renders need. */
-				log_info("the namespace's ResourceQuota is full: no more pods "
-				         "started "
-				         "ahead");
-				break;
-			}
-			continue;
-		}
-		created++;
-		o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
-		cleanup_free char *file =
-		        xasprintf("%s/%016llx.%s", p->dir, (unsigned long long)o->key, o->pod);
-		int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			close(fd);
-		unlink(marker);
-		log_debug("pod %s for %s offered", o->pod, o->image);
-	}
-	for (size_t i = 0; i < p->n; i++) { /* offers never made */
-		cleanup_free char *m = pending_marker(p, i);
-		unlink(m);
-	}
+	unsigned created = create_and_offer(p, c, pipe_r), claimed = 0, deleted = 0;
 	while (!signals_cancel && !parent_done(pipe_r, 1000))
 		;
-	/* Clean up: not cancellable, but bounded. */
-	kube_client_set_cancel(c, NULL);
-	kube_client_set_deadline(c, now_ms() + 3000);
-	for (size_t i = 0; i < p->n; i++) {
-		struct offer *o = &p->offers[i];
-		if (o->pod == NULL)
-			continue;
-		cleanup_free char *file =
-		        xasprintf("%s/%016llx.%s", p->dir, (unsigned long long)o->key, o->pod);
-		if (unlink(file) < 0) {
-			claimed++; /* a shim renamed it away: the pod is the shim's to delete */
-			continue;
-		}
-		cleanup_err struct err *de = NULL;
-		if (kube_pod_delete(c, p->ns, o->pod, &de) < 0)
-			log_warn("delete unclaimed pod %s/%s: %s", p->ns, o->pod, de->msg);
-		else
-			deleted++;
-	}
+	delete_unclaimed(p, c, &claimed, &deleted);
 	if (created)
 		log_info("%u pods started ahead in %lld ms, %u claimed, %u unclaimed deleted",
 		         created, (long long)(now_ms() - p->t0), claimed, deleted);
@@ -218,7 +192,7 @@ int prestart_new(struct prestart **out, struct err **err)
 		prestart_end(p);
 		return -1;
 	}
-	cleanup_free char *claimed = xasprintf("%s/claimed", p->dir);
+	cleanup_free char *claimed = prestart_offer_claimed_dir(p->dir);
 	if (mkdir(claimed, 0700) < 0) {
 		err_set(err, ERR_IO, "prestart: cannot make %s: %s (set TMPDIR)", claimed,
 		        strerror(errno));
@@ -316,7 +290,7 @@ void prestart_end(struct prestart *p)
 	}
 	if (p->dir) {
 		/* Claimed markers are all that can be left. */
-		cleanup_free char *claimed_dir = xasprintf("%s/claimed", p->dir);
+		cleanup_free char *claimed_dir = prestart_offer_claimed_dir(p->dir);
 		DIR *d = opendir(claimed_dir);
 		struct dirent *e;
 		while (d && (e = readdir(d)) != NULL) {

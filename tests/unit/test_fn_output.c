@@ -4,15 +4,15 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "fn/fn_run.h"
+#include "fn/fn_output.h"
 
 /* Returns pre, or -1; *missing set. */
 static long long split(const char *log, bool cut, uint64_t attached, const char *prefix,
                        size_t *missing)
 {
 	size_t pre = 99, miss = 99;
-	int rc = fn_run_log_split(log, strlen(log), strlen(log), cut, attached, prefix,
-	                          strlen(prefix), &pre, &miss);
+	int rc = fn_output_log_split(log, strlen(log), strlen(log), cut, attached, prefix,
+	                             strlen(prefix), &pre, &miss);
 	*missing = miss;
 	return rc < 0 ? -1 : (long long)pre;
 }
@@ -55,12 +55,12 @@ TEST(log_split_finds_lost_output)
 	for (size_t i = 0; i < n; i++)
 		log[i] = (char)('a' + (i * 7919 % 26));
 	size_t pre = 1, miss = 0;
-	CHECK(fn_run_log_split(log, n, n, false, got, log, 64 << 10, &pre, &miss) == 0);
+	CHECK(fn_output_log_split(log, n, n, false, got, log, 64 << 10, &pre, &miss) == 0);
 	CHECK_INT(pre, 0);
 	CHECK_INT(miss, n - got);
 	/* only the log's first 1 KiB at hand: the same answer */
 	pre = 1, miss = 0;
-	CHECK(fn_run_log_split(log, 1024, n, false, got, log, 64 << 10, &pre, &miss) == 0);
+	CHECK(fn_output_log_split(log, 1024, n, false, got, log, 64 << 10, &pre, &miss) == 0);
 	CHECK_INT(pre, 0);
 	CHECK_INT(miss, n - got);
 	free(log);
@@ -71,11 +71,12 @@ TEST(log_split_from_the_head)
 {
 	const char *log = "pre\nitems:\n- a\n- b\n";
 	size_t pre = 9, miss = 9;
-	CHECK(fn_run_log_split(log, 12, strlen(log), false, 15, "items:\n", 7, &pre, &miss) == 0);
+	CHECK(fn_output_log_split(log, 12, strlen(log), false, 15, "items:\n", 7, &pre, &miss) ==
+	      0);
 	CHECK_INT(pre, 4);
 	CHECK_INT(miss, 0);
 	/* the attached start beyond the head: cannot be lined up */
-	CHECK(fn_run_log_split(log, 5, strlen(log), false, 10, "- a\n", 4, &pre, &miss) < 0);
+	CHECK(fn_output_log_split(log, 5, strlen(log), false, 10, "- a\n", 4, &pre, &miss) < 0);
 }
 
 int main(void)

@@ -1,0 +1,402 @@
+/* cmp.c — see cmp.h and docs/internals/generate.md. */
+#include "cmp/cmp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/fdio.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/signals.h"
+#include "base/xalloc.h"
+#include "cmp/kustomization.h"
+#include "cmp/kustomize_run.h"
+#include "cmp/prestart.h"
+#include "config/cmp_settings.h"
+#include "config/settings.h"
+#include "fn/fn_config.h"
+#include "kube/kubeconfig.h"
+
+#define INIT_KUSTOMIZE_TIMEOUT_MS 2000
+
+static int need_kustomization(const char *what, struct err **err)
+{
+	if (kustomization_file(".") != NULL)
+		return 0;
+	char cwd[PATH_MAX];
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		snprintf(cwd, sizeof(cwd), ".");
+	return err_set(err, ERR_CONFIG,
+	               "%s: no kustomization.yaml, kustomization.yml or Kustomization in %s: point "
+	               "the Application's source path at a kustomization directory",
+	               what, cwd);
+}
+
+/* Validates every setting the shims will read, so a bad value fails once, up front. */
+static int check_function_settings(char *const *envp, struct err **err)
+{
+	struct settings s;
+	if (settings_load_env(&s, envp, err) < 0)
+		return -1;
+	settings_clear(&s);
+	return 0;
+}
+
+/* --- the shim's private bin dir ------------------------------------------------------- */
+
+struct shim_dir {
+	char *path;
+	bool made; /* we made it: remove it afterwards */
+};
+
+static int shim_dir_open(const struct cmp_settings *cs, struct shim_dir *d, struct err **err)
+{
+	memset(d, 0, sizeof(*d));
+	if (cs->shim_dir) {
+		cleanup_free char *docker = xasprintf("%s/docker", cs->shim_dir);
+		if (access(docker, X_OK) < 0)
+			return err_set(
+			        err, ERR_CONFIG,
+			        "KRMPOD_SHIM_DIR=%s: %s is not an executable (%s): it must be a "
+			        "symlink to krmpod named docker",
+			        cs->shim_dir, docker, strerror(errno));
+		d->path = xstrdup(cs->shim_dir);
+		return 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return err_set(err, ERR_IO, "cannot find krmpod's own path (/proc/self/exe): %s",
+		               strerror(errno));
+	self[n] = '\0';
+	if (tmp_dir_make("krmpod-shim", "the shim's bin directory (or set KRMPOD_SHIM_DIR)",
+	                 &d->path, err) < 0)
+		return -1;
+	d->made = true;
+	cleanup_free char *docker = xasprintf("%s/docker", d->path);
+	if (symlink(self, docker) < 0)
+		return err_set(err, ERR_IO, "symlink %s: %s", docker, strerror(errno));
+	return 0;
+}
+
+static void shim_dir_close(struct shim_dir *d)
+{
+	if (d->made && d->path) {
+		cleanup_free char *docker = xasprintf("%s/docker", d->path);
+		unlink(docker);
+		rmdir(d->path);
+	}
+	free(d->path);
+	d->path = NULL;
+}
+
+/* Writes data to a new private file TMPDIR/PREFIX-XXXXXX for the shims; *out is its path. */
+static int write_temp_file(const char *prefix, const char *data, size_t len, char **out,
+                           struct err **err)
+{
+	char *path = NULL;
+	cleanup_close int fd = tmp_file_make(prefix, "the shims", &path, err);
+	if (fd < 0)
+		return -1;
+	if (fd_write_all(fd, data, len, path, err) < 0) {
+		unlink(path);
+		free(path);
+		return -1;
+	}
+	*out = path;
+	return 0;
+}
+
+/* kustomize's environment: ours, with the shim dir first on PATH, and for the shims
+ * generate's deadline, its files and a log level (info when the user chose none). Nothing
+ * else is added or removed: what a function sees is decided by the shim, which passes only
+ * the variables the function's config names. */
+static char **kustomize_env(char *const *envp, bool level_given, const char *shim,
+                            long long deadline_epoch_ms, const char *template_file,
+                            const char *overrides_file, const char *prestart_dir)
+{
+	size_t n = 0;
+	while (envp[n])
+		n++;
+	char **env = xcalloc(n + 7, sizeof(char *));
+	size_t k = 0;
+	/* The shims are quiet by default (kpt copies their stderr into its results); under
+	 * generate each function's line is wanted, unless the user chose a level. */
+	if (!level_given)
+		env[k++] = xstrdup("KRMPOD_LOG_LEVEL=info");
+	const char *path = settings_env(envp, "PATH");
+	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
+	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
+	if (template_file)
+		env[k++] = xasprintf("KRMPOD_POD_TEMPLATE=%s", template_file);
+	env[k++] = xasprintf("KRMPOD_FN_OVERRIDES=%s", overrides_file ? overrides_file : "");
+	env[k++] = xasprintf("KRMPOD_PRESTART_DIR=%s", prestart_dir ? prestart_dir : "");
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], "PATH=", 5) != 0 &&
+		    strncmp(envp[i], "KRMPOD_DEADLINE_MS=", 19) != 0 &&
+		    strncmp(envp[i], "KRMPOD_FN_OVERRIDES=", 20) != 0 &&
+		    strncmp(envp[i], "KRMPOD_PRESTART_DIR=", 20) != 0 &&
+		    (level_given || strncmp(envp[i], "KRMPOD_LOG_LEVEL=", 17) != 0) &&
+		    (template_file == NULL || strncmp(envp[i], "KRMPOD_POD_TEMPLATE=", 20) != 0))
+			env[k++] = xstrdup(envp[i]);
+	return env;
+}
+
+/* Per-function resource overrides: the krmpod.dev/cpu-limit and krmpod.dev/memory-limit
+ * annotations of the function configs in the tree, checked against the admin's maxima and
+ * handed to the shims as a file (*out; NULL when no config has one). */
+static int collect_overrides(const struct settings *s, const struct kfn *fns, size_t n, char **out,
+                             struct err **err)
+{
+	*out = NULL;
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!fns[i].cpu_limit && !fns[i].memory_limit)
+			continue;
+		if ((fns[i].cpu_limit &&
+		     settings_check_override(s, fns[i].where, ANNOTATION_CPU_LIMIT,
+		                             fns[i].cpu_limit, err) < 0) ||
+		    (fns[i].memory_limit &&
+		     settings_check_override(s, fns[i].where, ANNOTATION_MEMORY_LIMIT,
+		                             fns[i].memory_limit, err) < 0)) {
+			rc = -1;
+			break;
+		}
+		buf_printf(&b, "%s\t%s\t%s\n", fns[i].image,
+		           fns[i].cpu_limit ? fns[i].cpu_limit : "",
+		           fns[i].memory_limit ? fns[i].memory_limit : "");
+	}
+	if (rc < 0 || b.len == 0)
+		return rc;
+	return write_temp_file("krmpod-overrides", b.data, b.len, out, err);
+}
+
+/* A PodTemplate named by KRMPOD_POD_TEMPLATE is read once per generate run (into s),
+ * checked, and handed to the shims as a file (*out: its path, to unlink; NULL when there is
+ * nothing to prefetch), so that no function pays a request for it. */
+static int prefetch_template(struct settings *s, struct kube_config *cfg, char **out,
+                             struct err **err)
+{
+	*out = NULL;
+	if (s->pod_template == NULL || strchr(s->pod_template, '/'))
+		return 0;
+	if (fn_config_load_template(s, cfg, err) < 0)
+		return -1;
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	json_write(&w, s->template);
+	return write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
+}
+
+/* The shims' settings, resolved once for the whole render (fn_config.h), so that a bad
+ * value fails here, before any pod exists. Without functions there is no cluster to ask:
+ * the settings are only checked. */
+static int function_settings(char *const *envp, size_t n_fns, struct settings *fs,
+                             struct kube_config **cfg, struct err **err)
+{
+	if (n_fns == 0)
+		return settings_load_env(fs, envp, err);
+	if (fn_config_load(envp, fs, cfg, err) < 0)
+		return err_wrap(err, "generate: the kustomization runs functions, so krmpod needs "
+		                     "cluster credentials");
+	return 0;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static bool blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+/* Everything one generate owns; render_free() releases it on every path. */
+struct render {
+	int64_t t0;
+	struct cmp_settings cs;
+	struct kfn *fns;
+	size_t n_fns;
+	struct settings fs; /* the shims' settings */
+	struct kube_config *cfg;
+	struct shim_dir sd;
+	char *template_file, *overrides_file; /* handed to the shims, unlinked at the end */
+	struct prestart *pre;
+	char **env; /* kustomize's */
+	struct buf out;
+};
+
+static void unlink_free(char *path)
+{
+	if (path)
+		unlink(path);
+	free(path);
+}
+
+static void render_free(struct render *r)
+{
+	prestart_end(r->pre);
+	settings_clear(&r->fs);
+	kube_config_free(r->cfg);
+	kustomization_functions_free(r->fns, r->n_fns);
+	shim_dir_close(&r->sd);
+	unlink_free(r->template_file);
+	unlink_free(r->overrides_file);
+	free_strv(r->env);
+	buf_free(&r->out);
+	cmp_settings_clear(&r->cs);
+}
+
+/* Up to kustomize: the function configs, the shims' settings, their bin dir and files,
+ * prestart, and kustomize's environment. */
+static int prepare(struct render *r, char *const *envp, struct err **err)
+{
+	if (need_kustomization("generate", err) < 0)
+		return -1;
+	if (kustomization_functions(".", &r->fns, &r->n_fns, err) < 0)
+		return err_wrap(err, "generate: read the function configs");
+	if (function_settings(envp, r->n_fns, &r->fs, &r->cfg, err) < 0 ||
+	    shim_dir_open(&r->cs, &r->sd, err) < 0 ||
+	    (r->cfg && prefetch_template(&r->fs, r->cfg, &r->template_file, err) < 0) ||
+	    collect_overrides(&r->fs, r->fns, r->n_fns, &r->overrides_file, err) < 0)
+		return -1;
+	if (r->cs.prestart && r->n_fns > 0 && prestart_new(&r->pre, err) < 0)
+		return -1;
+	r->env = kustomize_env(envp, r->cs.log_level_given, r->sd.path,
+	                       epoch_ms() + r->cs.timeout_ms, r->template_file, r->overrides_file,
+	                       prestart_dir(r->pre));
+	/* Prestart resolves each pod from the very environment the shims will get. */
+	if (r->pre && prestart_begin(r->pre, r->fns, r->n_fns, r->cs.prestart_max,
+	                             r->cs.allow_network, r->env, r->cfg, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* kustomize, then the manifests on out_fd only when it succeeded with some. */
+static int render(struct render *r, int out_fd, struct err **err)
+{
+	cleanup_free char *deadline_name =
+	        xasprintf("KRMPOD_GENERATE_TIMEOUT (%lld ms)", (long long)r->cs.timeout_ms);
+	struct kustomize_opts ko = {
+	        .argv = r->cs.kustomize_argv,
+	        .envp = r->env,
+	        .deadline_ms = r->t0 + r->cs.timeout_ms,
+	        .deadline_name = deadline_name,
+	        .cancel = &signals_cancel,
+	        .keep = prestart_janitor(r->pre),
+	};
+	if (kustomize_run(&ko, &r->out, err) < 0)
+		return err_wrap(err, "generate");
+	if (blank(r->out.data, r->out.len))
+		return err_set(err, ERR_IO,
+		               "generate: kustomize succeeded but produced no manifests; refusing "
+		               "to print empty output (with auto-prune, Argo CD would delete every "
+		               "resource of the application)");
+	if (fd_write_all(out_fd, r->out.data, r->out.len, "stdout", err) < 0)
+		return err_wrap(err, "generate: print the manifests");
+	log_info("%zu bytes of manifests in %lld ms", r->out.len, (long long)(now_ms() - r->t0));
+	return 0;
+}
+
+int cmp_generate(char *const *envp, int out_fd, struct err **err)
+{
+	struct render r = {.t0 = now_ms()};
+	buf_init(&r.out, 0);
+	int rc = cmp_settings_load(&r.cs, envp, err);
+	if (rc == 0)
+		rc = prepare(&r, envp, err);
+	if (rc == 0)
+		rc = render(&r, out_fd, err);
+	render_free(&r);
+	return rc;
+}
+
+/* Runs `kustomize version` (or `kubectl version --client`) to prove the binary runs. */
+static int check_kustomize(const struct cmp_settings *cs, char *const *envp, struct err **err)
+{
+	char *const kz_argv[] = {cs->kustomize_argv[0], "version", NULL};
+	char *const kubectl_argv[] = {cs->kustomize_argv[0], "version", "--client", NULL};
+	struct kustomize_opts ko = {
+	        .argv = cs->is_kubectl ? kubectl_argv : kz_argv,
+	        .envp = envp,
+	        .deadline_ms = now_ms() + INIT_KUSTOMIZE_TIMEOUT_MS,
+	        .deadline_name = "init's check of KRMPOD_KUSTOMIZE",
+	        .cancel = &signals_cancel,
+	};
+	cleanup_buf struct buf out;
+	buf_init(&out, 0);
+	if (kustomize_run(&ko, &out, err) < 0)
+		return err_wrap(err, "KRMPOD_KUSTOMIZE=%s does not run", cs->kustomize_argv[0]);
+	return 0;
+}
+
+/* init's checks, in the order a user fixes them. */
+static int init_checks(const struct cmp_settings *cs, char *const *envp, struct err **err)
+{
+	int64_t t0 = now_ms();
+	if (check_function_settings(envp, err) < 0 || need_kustomization("init", err) < 0 ||
+	    check_kustomize(cs, envp, err) < 0)
+		return -1;
+	struct settings s;
+	struct kube_config *cfg = NULL;
+	if (fn_config_load(envp, &s, &cfg, err) < 0)
+		return err_wrap(err, "init: no usable cluster credentials (the sidecar needs the "
+		                     "projected service-account token volume, see "
+		                     "docs/install.md)");
+	log_info("init: ok: kustomization found, %s runs, credentials from %s (%lld ms)",
+	         cs->kustomize_argv[0], cfg->source, (long long)(now_ms() - t0));
+	settings_clear(&s);
+	kube_config_free(cfg);
+	return 0;
+}
+
+int cmp_init(char *const *envp, struct err **err)
+{
+	struct cmp_settings cs;
+	if (cmp_settings_load(&cs, envp, err) < 0)
+		return -1;
+	int rc = init_checks(&cs, envp, err);
+	cmp_settings_clear(&cs);
+	return rc;
+}
+
+int cmp_discover(FILE *out, bool *found, struct err **err)
+{
+	*found = false;
+	if (kustomization_file(".") == NULL) {
+		log_debug("discover: no kustomization here");
+		return 0;
+	}
+	struct kfn *fns = NULL;
+	size_t n = 0;
+	if (kustomization_functions(".", &fns, &n, err) < 0)
+		return err_wrap(err, "discover");
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s: container function %s\n", fns[i].where, fns[i].image);
+	if (n == 0)
+		log_debug(
+		        "discover: the kustomization uses no containerized KRM functions: left to "
+		        "Argo CD's built-in kustomize");
+	kustomization_functions_free(fns, n);
+	*found = n > 0;
+	return 0;
+}

@@ -1,0 +1,235 @@
+/* fn_doctor.c — see fn_doctor.h. `krmpod doctor`: preflight checks of the cluster side,
+ * printed as a report: settings, credentials, the server's Kubernetes version (1.30 or newer, for the
+ * v5.channel.k8s.io stream protocol), the permissions krmpod needs in the functions
+ * namespace (SelfSubjectAccessReview), whether NetworkPolicies really isolate function pods
+ * (without them the krmpod.dev/network labels isolate nothing), and the PodTemplate. Exits 0
+ * when nothing failed, 1 otherwise. */
+#include "fn/fn_doctor.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/signals.h"
+#include "base/xalloc.h"
+#include "config/settings.h"
+#include "fn/fn_config.h"
+#include "kube/kube_api.h"
+#include "kube/kube_http.h"
+#include "kube/kube_version.h"
+#include "kube/kubeconfig.h"
+#include "pod/netpol.h"
+#include "pod/pod_spec.h"
+
+struct report {
+	FILE *out;
+	unsigned failed, warned;
+};
+
+static void line(struct report *r, const char *tag, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void line(struct report *r, const char *tag, const char *fmt, ...)
+{
+	if (strcmp(tag, "FAIL") == 0)
+		r->failed++;
+	else if (strcmp(tag, "WARN") == 0)
+		r->warned++;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(r->out, "[%-4s] ", tag);
+	vfprintf(r->out, fmt, ap);
+	fputc('\n', r->out);
+	va_end(ap);
+}
+
+/* The server must speak v5.channel.k8s.io (kube_version.h). */
+static void check_version(struct report *r, struct kube_client *c)
+{
+	struct kube_version v;
+	cleanup_err struct err *e = NULL;
+	if (kube_api_version_get(c, &v, &e) < 0) {
+		line(r, "WARN",
+		     "server version: cannot read it (%s); krmpod needs Kubernetes %d.%d "
+		     "or newer",
+		     e->msg, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR);
+		return;
+	}
+	if (kube_version_supported(&v))
+		line(r, "ok", "server version: Kubernetes %s (krmpod needs %d.%d or newer)", v.text,
+		     KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR);
+	else
+		line(r, "FAIL",
+		     "server version: Kubernetes %s is too old: krmpod needs %d.%d or newer, the "
+		     "first release with the v5.channel.k8s.io stream protocol (it can close a "
+		     "function's stdin); every function would fail at its attach: upgrade the "
+		     "cluster",
+		     v.text, KUBE_VERSION_MIN_MAJOR, KUBE_VERSION_MIN_MINOR);
+}
+
+static void check_permissions(struct report *r, struct kube_client *c, const char *ns,
+                              const struct settings *s)
+{
+	static const struct kube_api_access perms[] = {
+	        {"create", "", "pods", ""},       {"get", "", "pods", ""},
+	        {"list", "", "pods", ""},         {"watch", "", "pods", ""},
+	        {"delete", "", "pods", ""},       {"get", "", "pods", "attach"},
+	        {"create", "", "pods", "attach"}, {"get", "", "pods", "log"},
+	        {"get", "", "podtemplates", ""},  {"watch", "", "events", ""},
+	};
+	for (size_t i = 0; i < sizeof(perms) / sizeof(perms[0]); i++) {
+		const struct kube_api_access *p = &perms[i];
+		bool optional = strcmp(p->resource, "podtemplates") == 0;
+		if (optional && s->pod_template == NULL)
+			continue;
+		cleanup_err struct err *e = NULL;
+		char what[96];
+		snprintf(what, sizeof(what), "%s%s%s %s", p->resource, *p->subresource ? "/" : "",
+		         p->subresource, p->verb);
+		bool allowed = false;
+		if (kube_api_access_review(c, ns, p, &allowed, &e) < 0) {
+			line(r, "WARN", "permission %s in %s: cannot check: %s", what, ns, e->msg);
+			continue;
+		}
+		if (allowed)
+			line(r, "ok", "permission %s in namespace %s", what, ns);
+		else if (strcmp(p->resource, "events") == 0)
+			line(r, "WARN",
+			     "permission %s in namespace %s is missing: functions still run, but "
+			     "krmpod attaches only when the pod status says the container runs, up "
+			     "to a second later per function; add it to the Role "
+			     "(manifests/functions/rbac.yaml)",
+			     what, ns);
+		else
+			line(r, "FAIL",
+			     "permission %s in namespace %s is missing: add it to the Role "
+			     "(manifests/functions/rbac.yaml)",
+			     what, ns);
+	}
+}
+
+/* The report line for function pods in one network mode, given the verdict. */
+static void report_mode(struct report *r, const char *ns, const struct settings *s,
+                        const char *mode, const struct netpol_verdict *v)
+{
+	bool granted = strcmp(mode, "granted") == 0;
+	if (v->selecting.len == 0) {
+		line(r, "FAIL",
+		     "no NetworkPolicy in %s selects function pods with %s=%s: their network "
+		     "isolation is only on paper (apply manifests/functions/networkpolicies.yaml; "
+		     "the CNI must enforce NetworkPolicies)",
+		     ns, POD_LABEL_NETWORK, mode);
+	} else if (!granted) {
+		if (v->egress_isolated && v->egress_rules == 0 && v->ingress_isolated &&
+		    v->ingress_rules == 0)
+			line(r, "ok", "function pods with %s=none: no ingress, no egress (%s)",
+			     POD_LABEL_NETWORK, v->selecting.data);
+		else
+			line(r, "FAIL",
+			     "function pods with %s=none are not fully isolated: ingress %s, "
+			     "egress "
+			     "%s (policies: %s)",
+			     POD_LABEL_NETWORK,
+			     !v->ingress_isolated ? "open"
+			     : v->ingress_rules   ? "partly allowed"
+			                          : "closed",
+			     !v->egress_isolated ? "open"
+			     : v->egress_rules   ? "partly allowed"
+			                         : "closed",
+			     v->selecting.data);
+	} else if (!s->allow_network) {
+		line(r, "ok",
+		     "functions that ask for network are refused (KRMPOD_ALLOW_NETWORK is false); "
+		     "policies for %s=granted: %s",
+		     POD_LABEL_NETWORK, v->selecting.data);
+	} else if (v->egress_isolated && v->egress_rules == 0) {
+		line(r, "WARN",
+		     "KRMPOD_ALLOW_NETWORK is true but pods with %s=granted get no egress "
+		     "(policies: %s): add an egress allowance",
+		     POD_LABEL_NETWORK, v->selecting.data);
+	} else {
+		line(r, "ok", "function pods with %s=granted: egress %s (policies: %s)",
+		     POD_LABEL_NETWORK, v->egress_isolated ? "by the allowance's rules" : "open",
+		     v->selecting.data);
+	}
+}
+
+static void check_network_policies(struct report *r, struct kube_client *c, const char *ns,
+                                   const struct settings *s)
+{
+	cleanup_json struct json *list = NULL;
+	cleanup_err struct err *e = NULL;
+	if (kube_api_networkpolicy_list(c, ns, &list, &e) < 0) {
+		line(r, "FAIL",
+		     "NetworkPolicies in %s: cannot list them (%s): without that krmpod "
+		     "cannot tell whether function pods are isolated; grant networkpolicies list "
+		     "(networking.k8s.io) in the Role",
+		     ns, e->msg);
+		return;
+	}
+	cleanup_buf struct buf invalid;
+	buf_init(&invalid, 0);
+	static const char *modes[] = {"none", "granted"};
+	for (size_t m = 0; m < 2; m++) {
+		cleanup_free struct label *labels = NULL;
+		size_t n = pod_spec_labels(s, m == 1, &labels);
+		struct netpol_verdict v;
+		netpol_evaluate(list, labels, n, &v, m == 0 ? &invalid : NULL);
+		report_mode(r, ns, s, modes[m], &v);
+		netpol_verdict_clear(&v);
+	}
+	if (invalid.len)
+		line(r, "WARN", "NetworkPolicies with selectors krmpod cannot evaluate: %s",
+		     invalid.data);
+}
+
+/* The checks that need the server, in the order a reader fixes them. */
+static void check_cluster(struct report *r, struct kube_config *cfg, struct kube_client *c,
+                          struct settings *s)
+{
+	const char *ns = s->namespace;
+	check_version(r, c);
+	if (s->pod_template) {
+		cleanup_err struct err *e = NULL;
+		if (fn_config_load_template(s, cfg, &e) < 0)
+			line(r, "FAIL", "%s", e->msg);
+		else
+			line(r, "ok", "pod template %s", s->pod_template);
+	}
+	if (s->helper_image)
+		line(r, "ok", "mounts: helper image %s (KRMPOD_HELPER_IMAGE)", s->helper_image);
+	else
+		line(r, "WARN",
+		     "KRMPOD_HELPER_IMAGE is not set: functions with mounts will be "
+		     "refused (set it to the sidecar's own image)");
+	check_permissions(r, c, ns, s);
+	check_network_policies(r, c, ns, s);
+}
+
+int fn_doctor(char *const *envp, FILE *out, volatile sig_atomic_t *cancel, unsigned *failed,
+              struct err **err)
+{
+	struct report r = {.out = out};
+	struct settings s;
+	struct kube_config *cfg = NULL;
+	if (fn_config_load(envp, &s, &cfg, err) < 0)
+		return -1;
+	line(&r, "ok", "settings (KRMPOD_*)");
+	line(&r, "ok", "credentials: %s; server %s; functions namespace %s", cfg->source,
+	     cfg->server, s.namespace);
+	struct kube_client *c = NULL;
+	int rc = kube_client_new(cfg, &c, err);
+	if (rc == 0) {
+		kube_client_set_cancel(c, cancel);
+		check_cluster(&r, cfg, c, &s);
+		fprintf(out, "doctor: %u failed, %u warnings\n", r.failed, r.warned);
+		*failed = r.failed;
+	}
+	kube_client_free(c);
+	kube_config_free(cfg);
+	settings_clear(&s);
+	return rc;
+}

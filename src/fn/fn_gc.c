@@ -1,0 +1,137 @@
+/* fn_gc.c — see fn_gc.h. `krmpod gc` deletes function pods that no
+ * shim will delete any more. A shim deletes its pod on every path it lives through; a shim
+ * killed with SIGKILL (the sidecar OOM-killed or evicted) cannot, and a pod stopped by its
+ * activeDeadlineSeconds stays, Failed, until someone deletes it.
+ *
+ * Candidates carry krmpod.dev/function=true in the functions namespace. A finished pod
+ * (Succeeded or Failed) is deleted once it has been finished for --older-than (default 60 s:
+ * its shim, if alive, deletes it within milliseconds of reading the exit code, and gc must
+ * not race that). A pod that is not finished is deleted only when it is older than its
+ * activeDeadlineSeconds plus --older-than: the cluster should have stopped it by then. Running
+ * functions of live generate runs are never touched. */
+#include "fn/fn_gc.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/signals.h"
+#include "base/xalloc.h"
+#include "config/settings.h"
+#include "fn/fn_config.h"
+#include "kube/kube_api.h"
+#include "kube/kube_http.h"
+#include "kube/kubeconfig.h"
+#include "pod/pod_spec.h"
+
+/* The time the pod finished (its container's finishedAt, else the latest condition), or 0. */
+static time_t finished_at(const struct json *pod)
+{
+	time_t t = 0;
+	const struct json *cs = json_path(pod, "status.containerStatuses");
+	for (size_t i = 0; i < json_len(cs); i++) {
+		time_t f;
+		if (kube_parse_time(
+		            json_str(json_path(json_at(cs, i), "state.terminated.finishedAt")),
+		            &f) == 0 &&
+		    f > t)
+			t = f;
+	}
+	const struct json *conds = json_path(pod, "status.conditions");
+	for (size_t i = 0; t == 0 && i < json_len(conds); i++) {
+		time_t f;
+		if (kube_parse_time(json_str(json_get(json_at(conds, i), "lastTransitionTime")),
+		                    &f) == 0 &&
+		    f > t)
+			t = f;
+	}
+	return t;
+}
+
+/* Why the pod should go (written into why), or NULL to keep it. */
+static const char *verdict(const struct json *pod, time_t now, int64_t older_than_s, char *why,
+                           size_t why_len)
+{
+	const char *phase = json_str(json_path(pod, "status.phase"));
+	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
+		time_t f = finished_at(pod);
+		if (f == 0 || now - f < older_than_s)
+			return NULL;
+		snprintf(why, why_len, "%s, finished %llds ago", phase, (long long)(now - f));
+		return why;
+	}
+	time_t created;
+	long long deadline = 0;
+	if (kube_parse_time(json_str(json_path(pod, "metadata.creationTimestamp")), &created) < 0 ||
+	    !json_int(json_path(pod, "spec.activeDeadlineSeconds"), &deadline))
+		return NULL;
+	if (now - created < deadline + older_than_s)
+		return NULL;
+	snprintf(why, why_len, "%s, created %llds ago, past its activeDeadlineSeconds (%llds)",
+	         phase ? phase : "no phase", (long long)(now - created), deadline);
+	return why;
+}
+
+/* Deletes (or with dry_run lists) what verdict() picks among the function pods of ns. */
+static void sweep(struct kube_client *c, const char *ns, const struct json *list,
+                  const struct fn_gc_opts *o, struct fn_gc_result *res)
+{
+	time_t now = time(NULL);
+	const struct json *items = json_get(list, "items");
+	for (size_t i = 0; i < json_len(items); i++) {
+		const struct json *pod = json_at(items, i);
+		const char *name = json_str(json_path(pod, "metadata.name"));
+		char why[160];
+		if (name == NULL ||
+		    verdict(pod, now, o->older_than_ms / 1000, why, sizeof(why)) == NULL) {
+			res->kept++;
+			continue;
+		}
+		if (o->dry_run) {
+			fprintf(o->out, "would delete %s/%s (%s)\n", ns, name, why);
+			res->deleted++;
+			continue;
+		}
+		cleanup_err struct err *e = NULL;
+		if (kube_api_pod_delete(c, ns, name, &e) < 0) {
+			fprintf(o->out, "cannot delete %s/%s: %s\n", ns, name, e->msg);
+			res->failed++;
+		} else {
+			fprintf(o->out, "deleted %s/%s (%s)\n", ns, name, why);
+			res->deleted++;
+		}
+	}
+}
+
+int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *res, struct err **err)
+{
+	*res = (struct fn_gc_result){0};
+	struct settings s;
+	struct kube_config *cfg = NULL;
+	if (fn_config_load(envp, &s, &cfg, err) < 0)
+		return -1;
+	struct kube_client *c = NULL;
+	cleanup_json struct json *list = NULL;
+	int rc = kube_client_new(cfg, &c, err);
+	if (rc == 0) {
+		kube_client_set_cancel(c, o->cancel);
+		rc = kube_api_pod_list(c, s.namespace, POD_LABEL_FUNCTION "=true", &list, err);
+		if (rc < 0)
+			err_wrap(err, "gc: list the function pods in %s", s.namespace);
+	}
+	if (rc == 0) {
+		sweep(c, s.namespace, list, o, res);
+		fprintf(o->out,
+		        "gc: %u %s, %u kept (running, or finished less than %llds ago), %u "
+		        "failed\n",
+		        res->deleted, o->dry_run ? "to delete" : "deleted", res->kept,
+		        (long long)(o->older_than_ms / 1000), res->failed);
+	}
+	kube_client_free(c);
+	kube_config_free(cfg);
+	settings_clear(&s);
+	return rc;
+}

@@ -1,0 +1,33 @@
+/* fn_gc.h — deleting function pods no shim will delete any more (`krmpod gc`): finished
+ * for a while (a SIGKILLed shim's, or stopped by activeDeadlineSeconds), or past their
+ * deadline. Never a running function, never a pod without krmpod.dev/function=true. */
+#ifndef KRMPOD_FN_GC_H
+#define KRMPOD_FN_GC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/err.h"
+
+#define FN_GC_DEFAULT_OLDER_THAN_MS 60000
+
+struct fn_gc_opts {
+	bool dry_run;                  /* list, delete nothing */
+	int64_t older_than_ms;         /* finished for at least this long */
+	FILE *out;                     /* one line per pod, then a summary */
+	volatile sig_atomic_t *cancel; /* stops the requests */
+};
+
+struct fn_gc_result {
+	unsigned deleted, kept, failed; /* deleted: or would be, with dry_run */
+};
+
+/* Sweeps the functions namespace of the settings in envp (fn_config.h) as described in
+ * fn_gc.c. Fails only when the pods cannot be listed; a pod that cannot be deleted is
+ * counted in res->failed and said on out. */
+int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *res,
+          struct err **err);
+
+#endif

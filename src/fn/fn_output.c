@@ -1,0 +1,303 @@
+/* fn_output.c — see fn_output.h and docs/internals/pod-lifecycle.md. */
+#include "fn/fn_output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/fdio.h"
+#include "base/log.h"
+#include "base/size_limits.h"
+#include "base/xalloc.h"
+#include "pod/pod_names.h"
+
+/* Bytes of attach output kept to line it up with the pod log after the end. */
+#define OVERLAP_WINDOW (64u << 10)
+/* How much of that start of the attached output is looked for in the log: short enough
+ * that stdout and stderr rarely interleave in it, long enough to be unambiguous. */
+#define LOG_MATCH_BYTES 256
+
+/* Output that only the pod log holds (docs/internals/pod-lifecycle.md, "Output from the pod
+ * log"): the log is stdout and stderr merged, so krmpod must pick one stream for all of it.
+ * It goes to stdout when the function succeeded (or, written before the attach, when it did
+ * not wait for input: docker run without -i) — its output is then its result — and to stderr
+ * otherwise. Putting it on stdout is said once, as a warning, since stderr lines may be in
+ * it; stderr is the safe side and needs no warning. */
+static int write_log_output(const struct fn_io *io, const char *data, size_t n, bool to_stdout,
+                            const char *when, struct err **err)
+{
+	if (n == 0)
+		return 0;
+	if (to_stdout)
+		log_warn("%s: its %zu bytes of output come from the pod log, where stdout "
+		         "and stderr cannot be told apart: all of it goes to stdout",
+		         when, n);
+	else
+		log_info("%s: its %zu bytes of output come from the pod log and go to stderr", when,
+		         n);
+	return fd_write_all(to_stdout ? io->out_fd : io->err_fd, data, n,
+	                    to_stdout ? "stdout" : "stderr", err);
+}
+
+int fn_output_from_log(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
+                       struct err **err)
+{
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	size_t total = 0;
+	if (fn_pod_read_log(p, LIMIT_POD_LOG + 1, LIMIT_POD_LOG, &log, &total, err) < 0)
+		return err_wrap(err, "read the log of pod %s/%s", fn_pod_namespace(p),
+		                fn_pod_name(p));
+	if (total > LIMIT_POD_LOG)
+		log_warn("the pod log is longer than %u bytes; the rest is cut",
+		         (unsigned)LIMIT_POD_LOG);
+	char when[96];
+	snprintf(when, sizeof(when), "the function exited (code %d) before krmpod attached",
+	         st->exit_code);
+	return write_log_output(io, log.data, log.len, st->exit_code == 0, when, err);
+}
+
+int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool cut,
+                        uint64_t attached, const char *prefix, size_t prefix_len, size_t *pre,
+                        size_t *missing)
+{
+	*pre = *missing = 0;
+	if (attached == 0) { /* all of it came before the attach (or the attach got nothing) */
+		*pre = log_len;
+		return 0;
+	}
+	if (!cut && log_len == attached)
+		return 0; /* exactly what the attach delivered */
+	if (!cut && log_len < attached)
+		return -1; /* the kubelet rotated the log: it cannot be checked */
+	size_t plen = prefix_len < LOG_MATCH_BYTES ? prefix_len : LOG_MATCH_BYTES;
+	if (plen > attached)
+		plen = (size_t)attached;
+	if (plen == 0)
+		return -1;
+	/* The usual case: the log is the part written before, then exactly what was attached. */
+	if (!cut && log_len > attached) {
+		size_t cand = log_len - (size_t)attached;
+		if (cand + plen <= head_len && memcmp(head + cand, prefix, plen) == 0) {
+			*pre = cand;
+			return 0;
+		}
+	}
+	const char *hit = memmem(head, head_len, prefix, plen);
+	if (hit == NULL)
+		return -1;
+	*pre = (size_t)(hit - head);
+	size_t rest = log_len - *pre;
+	*missing = rest > attached ? rest - (size_t)attached : 0;
+	return 0;
+}
+
+/* After the function ended, its pod log is all it wrote (fn_output_log_split()): the part
+ * written before the attach goes out (to stdout when `pre_to_stdout`, else stderr), and a log
+ * that holds more than the attach delivered after that part fails the run: the stream ended
+ * early (seen on a real 1.34 cluster: a Success close after ~190 KiB of ~215 KiB), and a
+ * render must never use truncated output. The log is read up to what the attach delivered
+ * plus LIMIT_PREATTACH_LOG (within LIMIT_POD_LOG). */
+static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
+                               const struct kube_stream_result *res, bool pre_to_stdout,
+                               struct err **err)
+{
+	uint64_t attached = res->bytes_out + res->bytes_err;
+	/* Enough to see a byte past what should be there; for a larger output only the head,
+	 * where what came before the attach is, and no check of the rest. */
+	const size_t head = LIMIT_PREATTACH_LOG + LOG_MATCH_BYTES;
+	uint64_t want = attached + LIMIT_PREATTACH_LOG + 1;
+	bool checkable = want <= LIMIT_POD_LOG;
+	size_t limit = checkable ? (size_t)want : head;
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	cleanup_err struct err *e = NULL;
+	size_t total = 0;
+	if (fn_pod_read_log(p, limit, head, &log, &total, &e) < 0) {
+		log_warn("could not read the pod log to recover output written before the attach "
+		         "and to check that none was lost (%s)",
+		         e->msg);
+		return 0;
+	}
+	size_t pre = 0, missing = 0;
+	if (fn_output_log_split(log.data ? log.data : "", log.len, total, total >= limit, attached,
+	                        res->prefix, res->prefix_len, &pre, &missing) < 0) {
+		log_debug("the pod log (%zu bytes) does not line up with the %llu bytes the attach "
+		          "delivered (rotated, or stdout and stderr ordered differently): not "
+		          "checked",
+		          total, (unsigned long long)attached);
+		return 0;
+	}
+	if (!checkable)
+		log_debug(
+		        "%llu bytes of output: only the start of the pod log was read, not checked",
+		        (unsigned long long)attached);
+	if (missing > 0 && checkable)
+		return err_set(err, ERR_NET,
+		               "function %s: pod %s/%s: the attach stream ended after %llu bytes, "
+		               "but the pod log holds %s%zu more after them: the function's output "
+		               "is incomplete (the API server closed the stream early), so it is "
+		               "not used",
+		               fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		               (unsigned long long)attached, total >= limit ? "at least " : "",
+		               missing);
+	if (pre > log.len) {
+		log_warn("%zu bytes were written before the attach; only the first %zu are "
+		         "recovered",
+		         pre, log.len);
+		pre = log.len;
+	}
+	return write_log_output(io, log.data, pre, pre_to_stdout,
+	                        "the function wrote output before krmpod attached", err);
+}
+
+/* Where the attached output goes: straight to the caller's fds (with -i), or into two
+ * private files until the function has ended (without -i: docs/internals/pod-lifecycle.md,
+ * "Output from the pod log"). */
+struct sink {
+	bool held;
+	int out, err; /* hold files, -1 when streaming */
+};
+
+/* A private file that holds a stream's output until the function has ended (unlinked at
+ * once: it goes away with the descriptor). */
+static int open_hold_file(const char *what, int *out, struct err **err)
+{
+	cleanup_free char *path = NULL;
+	cleanup_free char *prefix = xasprintf("krmpod-%s", what);
+	cleanup_free char *purpose = xasprintf("holding the function's %s", what);
+	int fd = tmp_file_make(prefix, purpose, &path, err);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	*out = fd;
+	return 0;
+}
+
+/* The channel-3 Status of an attach that reached no container: the kubelet found none
+ * running (it ended before the attach, or has not started). */
+static bool attach_found_no_container(const struct kube_stream_result *res)
+{
+	return res->got_status && !res->status_success && res->bytes_out + res->bytes_err == 0 &&
+	       strstr(res->status_message, "not found") != NULL;
+}
+
+/* Attaches to the function container. Returns 1 with *stream, or 0 when the container had
+ * ended already (an attach to it is refused with 400): *st is then its terminated state and
+ * its output came from the log. */
+static int attach(struct fn_pod *p, struct pod_state *st, const struct fn_io *io,
+                  const struct sink *k, struct kube_stream **stream, struct err **err)
+{
+	const struct fn_request *req = fn_pod_request(p);
+	struct kube_stream_opts o = {
+	        .in_fd = req->want_stdin ? io->in_fd : -1,
+	        .out_fd = k->held ? k->out : io->out_fd,
+	        .err_fd = k->held ? k->err : io->err_fd,
+	        .capture_prefix = OVERLAP_WINDOW,
+	};
+	if (fn_pod_attach(p, POD_CONTAINER_NAME, req->want_stdin, &o, stream, err) == 0)
+		return 1;
+	if (fn_pod_is_cancelled(p))
+		return fn_pod_cancelled(p, NULL, err);
+	/* A container that ends right after it started cannot be attached to any more: then
+	 * its whole output is in the log. */
+	if ((*err)->code == ERR_API && (*err)->http_status == 400) {
+		struct pod_state now;
+		fn_pod_state(p, &now);
+		if (now.cstate == CS_TERMINATED) {
+			err_free(*err);
+			*err = NULL;
+			*st = now;
+			return fn_output_from_log(p, st, io, err) < 0 ? -1 : 0;
+		}
+	}
+	return err_wrap(err, "attach to pod %s/%s", fn_pod_namespace(p), fn_pod_name(p));
+}
+
+/* Names the failure of a stream that did not end cleanly. */
+static int stream_failed(struct fn_pod *p, struct err **err)
+{
+	const char *ns = fn_pod_namespace(p), *pod = fn_pod_name(p);
+	if (fn_pod_is_cancelled(p))
+		return fn_pod_cancelled(p, NULL, err);
+	if ((*err)->code == ERR_TIMEOUT)
+		return err_wrap(
+		        err,
+		        "function %s: pod %s/%s: KRMPOD_TIMEOUT (%lld ms) ran out while the "
+		        "function ran (its output is incomplete): raise KRMPOD_TIMEOUT",
+		        fn_pod_request(p)->image, ns, pod,
+		        (long long)fn_pod_settings(p)->timeout_ms);
+	return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)", ns, pod);
+}
+
+/* After the stream: the output only the log has, and the check that none was lost. */
+static int finish(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
+                  const struct sink *k, const struct kube_stream_result *res, bool no_container,
+                  struct err **err)
+{
+	if (no_container)
+		return fn_output_from_log(p, st, io, err);
+	if (!k->held) /* streamed: what came before the attach goes to stderr */
+		return check_log_after_end(p, io, res, false, err);
+	/* held: what only the log has first, then the held streams */
+	if (check_log_after_end(p, io, res, st->exit_code == 0, err) < 0 ||
+	    fd_copy_from_start(k->out, io->out_fd, "stdout", err) < 0)
+		return -1;
+	return fd_copy_from_start(k->err, io->err_fd, "stderr", err);
+}
+
+int fn_output_stream(struct fn_pod *p, struct pod_state *st, const struct fn_io *io,
+                     struct err **err)
+{
+	/* Without -i the output is held until the end; with -i it streams. */
+	struct sink k = {.held = !fn_pod_request(p)->want_stdin, .out = -1, .err = -1};
+	cleanup_close int hold_out = -1, hold_err = -1;
+	if (k.held && (open_hold_file("stdout", &hold_out, err) < 0 ||
+	               open_hold_file("stderr", &hold_err, err) < 0))
+		return -1;
+	k.out = hold_out;
+	k.err = hold_err;
+	/* Early: attached on the kubelet's Started event while the status still says the
+	 * container waits. */
+	bool early = st->cstate != CS_RUNNING;
+	struct kube_stream *stream = NULL;
+	int rc = attach(p, st, io, &k, &stream, err);
+	if (rc <= 0)
+		return rc;
+	fn_pod_mark_attached(p, now_ms());
+	if (early)
+		log_debug("attached on the kubelet's Started event; the pod status still says %s",
+		          st->c_reason[0] ? st->c_reason : "nothing of the container");
+	struct kube_stream_result res = {0};
+	rc = kube_stream_run(stream, &res, err);
+	kube_stream_free(stream);
+	log_debug("attach: %llu bytes in, %llu out, %llu err", (unsigned long long)res.bytes_in,
+	          (unsigned long long)res.bytes_out, (unsigned long long)res.bytes_err);
+	/* An early attach can find the container gone already: it ran and ended between its
+	 * start and the attach. Then all of its output is in the log. */
+	bool no_container = rc == 0 && attach_found_no_container(&res);
+	if (no_container) {
+		log_debug("attach: %s", res.status_message);
+		fn_pod_mark_attached(p, 0); /* it reached nothing */
+	}
+	if (rc == 0) {
+		/* After "no container" the runtime has no running one: its end reaches the status
+		 * at the next relist (a status that still says running is a relist behind). */
+		rc = fn_pod_wait_exit(p, st, err);
+		if (rc < 0 && no_container)
+			err_wrap(err, "the attach found no running container (%s)",
+			         res.status_message);
+	} else {
+		stream_failed(p, err);
+	}
+	if (rc == 0)
+		rc = finish(p, st, io, &k, &res, no_container, err);
+	else if (k.held) /* failed: what the function said on stderr may explain it */
+		fd_copy_from_start(k.err, io->err_fd, "stderr", NULL);
+	kube_stream_result_clear(&res);
+	return rc;
+}

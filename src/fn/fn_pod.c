@@ -1,0 +1,451 @@
+/* fn_pod.c — see fn_pod.h and docs/internals/pod-lifecycle.md. */
+#include "fn/fn_pod.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/size_limits.h"
+#include "base/xalloc.h"
+#include "fn/fn_config.h"
+#include "fn/prestart_offer.h"
+#include "kube/kube_api.h"
+#include "kube/kube_http.h"
+#include "pod/pod_spec.h"
+
+/* Time allowed for deleting the pod after everything else, including after a signal. */
+#define DELETE_DEADLINE_MS 1500
+/* How often a create refused by a full ResourceQuota is tried again. */
+#define QUOTA_RETRY_MS 500
+
+struct fn_pod {
+	struct kube_config *cfg;
+	const struct settings *s;
+	const struct fn_request *req;
+	const char *ns;
+	volatile sig_atomic_t *cancel;
+	struct kube_client *client;
+	struct pod_watch *watch;
+	char *name;
+	const char *source; /* how the pod came (the row of `sources`) */
+	int64_t t0, deadline, start_deadline;
+	int64_t t_attached, t_done;
+	unsigned stream_requests; /* WebSocket connections (not made through client) */
+};
+
+int fn_pod_open(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
+                volatile sig_atomic_t *cancel, struct fn_pod **out, struct err **err)
+{
+	struct fn_pod *p = xcalloc(1, sizeof(*p));
+	p->cfg = cfg;
+	p->s = s;
+	p->req = req;
+	p->ns = s->namespace;
+	p->cancel = cancel;
+	p->t0 = now_ms();
+	p->deadline = p->t0 + s->timeout_ms;
+	p->start_deadline = p->t0 + s->start_timeout_ms;
+	if (kube_client_new(cfg, &p->client, err) < 0) {
+		free(p);
+		return -1;
+	}
+	kube_client_set_deadline(p->client, p->deadline);
+	kube_client_set_cancel(p->client, cancel);
+	*out = p;
+	return 0;
+}
+
+int fn_pod_cancelled(const struct fn_pod *p, const char *during, struct err **err)
+{
+	int signo = *p->cancel;
+	err_set(err, ERR_SIGNAL, "function %s: interrupted by signal %d%s%s", p->req->image, signo,
+	        during ? " " : "", during ? during : "");
+	(*err)->signo = signo;
+	return -1;
+}
+
+/* --- where the pod comes from --------------------------------------------------------- */
+
+/* Each source returns 1 with p->name set (and the created object in *created when it has
+ * one: it saves the watch a GET), 0 when it has no pod for this request, -1 on failure. */
+struct pod_source {
+	const char *how; /* for the log */
+	int (*take)(struct fn_pod *p, struct json **created, struct err **err);
+};
+
+/* A pod `krmpod generate` started ahead for exactly this request. */
+static int take_prestarted(struct fn_pod *p, struct json **created, struct err **err)
+{
+	(void)created;
+	(void)err;
+	if (p->s->prestart_dir == NULL)
+		return 0;
+	p->name = prestart_offer_claim(p->s->prestart_dir, fn_config_key(p->req, p->s), p->cancel);
+	return p->name != NULL;
+}
+
+/* A new pod. A full ResourceQuota frees up as other functions end: its refusal is waited
+ * out within the start timeout instead of failing the render. */
+static int take_created(struct fn_pod *p, struct json **created, struct err **err)
+{
+	cleanup_buf struct buf body;
+	buf_init(&body, 0);
+	pod_spec_build(p->req, p->s, &body);
+	log_debug("pod spec: %s", body.data);
+	bool waited = false;
+	while (kube_api_pod_create(p->client, p->ns, body.data, body.len, created, err) < 0) {
+		if (!kube_api_quota_full(*err) || now_ms() + QUOTA_RETRY_MS >= p->start_deadline)
+			return err_wrap(err, "create the function pod in namespace %s", p->ns);
+		if (!waited)
+			log_info("the namespace's ResourceQuota is full (%s); waiting for room, at "
+			         "most KRMPOD_START_TIMEOUT",
+			         (*err)->msg);
+		waited = true;
+		err_free(*err);
+		*err = NULL;
+		if (sleep_ms(QUOTA_RETRY_MS, p->cancel))
+			return fn_pod_cancelled(p, NULL, err);
+	}
+	p->name = xstrdup(json_str(json_path(*created, "metadata.name")));
+	return 1;
+}
+
+static const struct pod_source sources[] = {
+        {"started ahead by generate", take_prestarted},
+        {"created now", take_created},
+};
+
+int fn_pod_acquire(struct fn_pod *p, struct err **err)
+{
+	cleanup_json struct json *created = NULL;
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]) && p->name == NULL; i++) {
+		int rc = sources[i].take(p, &created, err);
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			p->source = sources[i].how;
+	}
+	if (p->name == NULL)
+		return err_set(err, ERR_INTERNAL, "function %s: no pod source gave a pod",
+		               p->req->image);
+	log_set_pod(p->name);
+	log_debug("pod %s/%s for image %s, %s", p->ns, p->name, p->req->image, p->source);
+	if (pod_watch_start(p->cfg, p->ns, p->name, POD_CONTAINER_NAME, created, &p->watch, err) <
+	    0)
+		return err_wrap(err, "watch pod %s", p->name);
+	if (*p->cancel)
+		return fn_pod_cancelled(p, NULL, err);
+	return 0;
+}
+
+/* --- waiting ------------------------------------------------------------------------------ */
+
+int fn_pod_wait(struct fn_pod *p, int64_t until, fn_pod_check check, void *ud, struct pod_state *st,
+                struct err **err)
+{
+	uint64_t seen = st->generation;
+	for (;;) {
+		int64_t now = now_ms(), recheck = 0;
+		if (st->generation > 0) {
+			int rc = check(p, st, now, &recheck, ud, err);
+			if (rc != 0)
+				return rc < 0 ? -1 : 0;
+		}
+		if (now >= until)
+			return 1;
+		int64_t t = recheck ? min64(until, recheck) : until;
+		if (pod_watch_wait(p->watch, seen, t, p->cancel, st, err) < 0)
+			return err_wrap(err, "watch pod %s/%s", p->ns, p->name);
+		if (*p->cancel)
+			return fn_pod_cancelled(p, NULL, err);
+		seen = st->generation;
+	}
+}
+
+/* Names the failure of a pod that cannot start, with the cluster's reason and message. */
+static int start_failure(const struct fn_pod *p, const struct pod_state *st, struct err **err)
+{
+	err_set(err, ERR_POD, "function %s: pod %s/%s cannot start: %s: %s", p->req->image, p->ns,
+	        p->name, st->c_reason, st->c_message[0] ? st->c_message : "(no message)");
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->c_reason);
+	return -1;
+}
+
+/* Failure of a pod that stopped on the cluster's account (deadline, eviction). */
+static int pod_failed(const struct fn_pod *p, const struct pod_state *st, struct err **err)
+{
+	err_set(err, ERR_POD, "function %s: pod %s/%s failed: %s: %s", p->req->image, p->ns,
+	        p->name, st->pod_reason[0] ? st->pod_reason : st->c_reason,
+	        st->pod_message[0] ? st->pod_message : st->c_message);
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s",
+	         st->pod_reason[0] ? st->pod_reason : st->c_reason);
+	return -1;
+}
+
+static int not_started(const struct fn_pod *p, const struct pod_state *st, bool overall,
+                       struct err **err)
+{
+	const char *what = overall ? "KRMPOD_TIMEOUT" : "KRMPOD_START_TIMEOUT";
+	int64_t limit = overall ? p->s->timeout_ms : p->s->start_timeout_ms;
+	char detail[2700];
+	if (!st->scheduled && st->sched_reason[0])
+		snprintf(detail, sizeof(detail), "not scheduled: %s: %s", st->sched_reason,
+		         st->sched_message);
+	else if (st->cstate == CS_WAITING && st->c_reason[0])
+		snprintf(detail, sizeof(detail), "container waiting: %s%s%s", st->c_reason,
+		         st->c_message[0] ? ": " : "", st->c_message);
+	else
+		snprintf(detail, sizeof(detail), "phase %s", st->phase[0] ? st->phase : "unknown");
+	err_set(err, ERR_TIMEOUT,
+	        "function %s: pod %s/%s did not start within %lld ms (%s): %s; raise %s if the "
+	        "cluster is slow to start pods",
+	        p->req->image, p->ns, p->name, (long long)limit, what, detail, what);
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s",
+	         st->sched_reason[0] ? st->sched_reason : st->c_reason);
+	return -1;
+}
+
+/* fn_pod_wait_started's condition; ud is the ErrImagePull clock (pod_waiting_is_fatal). */
+static int is_started(struct fn_pod *p, const struct pod_state *st, int64_t now, int64_t *recheck,
+                      void *ud, struct err **err)
+{
+	/* The kubelet's Started event comes up to a relist (~1 s) before the status:
+	 * attaching then is the early attach (pod-lifecycle.md). */
+	if (st->cstate == CS_RUNNING || st->cstate == CS_TERMINATED || st->started_event)
+		return 1;
+	if (st->deleted)
+		return err_set(err, ERR_POD, "function %s: pod %s/%s was deleted before it started",
+		               p->req->image, p->ns, p->name);
+	if (strcmp(st->phase, "Failed") == 0)
+		return pod_failed(p, st, err);
+	if (st->cstate == CS_WAITING && pod_waiting_is_fatal(st->c_reason, ud, now, recheck))
+		return start_failure(p, st, err);
+	return 0;
+}
+
+int fn_pod_wait_started(struct fn_pod *p, struct pod_state *st, struct err **err)
+{
+	int64_t pull_since = 0;
+	memset(st, 0, sizeof(*st));
+	int rc = fn_pod_wait(p, min64(p->start_deadline, p->deadline), is_started, &pull_since, st,
+	                     err);
+	if (rc == 1)
+		return not_started(p, st, now_ms() >= p->deadline, err);
+	return rc;
+}
+
+static int has_exited(struct fn_pod *p, const struct pod_state *st, int64_t now, int64_t *recheck,
+                      void *ud, struct err **err)
+{
+	(void)now;
+	(void)recheck;
+	(void)ud;
+	if (st->cstate == CS_TERMINATED)
+		return 1;
+	if (st->deleted)
+		return err_set(
+		        err, ERR_POD,
+		        "function %s: pod %s/%s was deleted before its exit status was known",
+		        p->req->image, p->ns, p->name);
+	return 0;
+}
+
+int fn_pod_wait_exit(struct fn_pod *p, struct pod_state *st, struct err **err)
+{
+	int64_t until = min64(p->deadline, now_ms() + FN_POD_EXIT_WAIT_MS);
+	int rc = fn_pod_wait(p, until, has_exited, NULL, st, err);
+	if (rc == 1)
+		return err_set(err, ERR_TIMEOUT,
+		               "function %s: pod %s/%s: output ended but the container did not "
+		               "terminate within %lld ms",
+		               p->req->image, p->ns, p->name, (long long)(until - p->t0));
+	return rc;
+}
+
+int fn_pod_exit(struct fn_pod *p, const struct pod_state *st, int *exit_code, struct err **err)
+{
+	*exit_code = st->exit_code;
+	if (strcmp(st->c_reason, "OOMKilled") == 0) {
+		err_set(err, ERR_POD,
+		        "function %s: pod %s/%s was OOMKilled (exit code %d): raise "
+		        "KRMPOD_MEMORY_LIMIT (now %s)",
+		        p->req->image, p->ns, p->name, st->exit_code, p->s->memory_limit);
+		snprintf((*err)->reason, sizeof((*err)->reason), "OOMKilled");
+		*exit_code = st->exit_code ? st->exit_code : 137;
+		return -1;
+	}
+	if (strcmp(st->pod_reason, "DeadlineExceeded") == 0)
+		return pod_failed(p, st, err);
+	return 0;
+}
+
+void fn_pod_state(struct fn_pod *p, struct pod_state *st)
+{
+	if (p->watch)
+		pod_watch_state(p->watch, st);
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+/* --- streams ------------------------------------------------------------------------------ */
+
+int fn_pod_attach(struct fn_pod *p, const char *container, bool want_stdin,
+                  struct kube_stream_opts *o, struct kube_stream **out, struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_attach_path(p->ns, p->name, container, want_stdin);
+	o->path = path;
+	o->cancel = p->cancel;
+	o->deadline_ms = p->deadline;
+	p->stream_requests++;
+	int rc = kube_stream_open(p->cfg, o, out, err);
+	o->path = NULL;
+	return rc;
+}
+
+struct log_sink {
+	struct buf *b;
+	size_t head;  /* bytes kept in b */
+	size_t total; /* bytes received (kept or not) */
+};
+
+static int log_sink_data(const char *data, size_t len, void *ud)
+{
+	struct log_sink *sink = ud;
+	sink->total += len;
+	size_t room = sink->head - sink->b->len;
+	buf_append(sink->b, data, len < room ? len : room, "pod log", NULL);
+	return 0;
+}
+
+int fn_pod_read_log(struct fn_pod *p, size_t limit, size_t head, struct buf *out, size_t *total,
+                    struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_log_path(p->ns, p->name, POD_CONTAINER_NAME, limit);
+	buf_reset(out);
+	out->limit = head;
+	struct log_sink sink = {.b = out, .head = head};
+	if (kube_stream_get(p->client, path, log_sink_data, &sink, err) < 0)
+		return -1;
+	*total = sink.total;
+	return 0;
+}
+
+/* --- views ---------------------------------------------------------------------------------- */
+
+const char *fn_pod_name(const struct fn_pod *p)
+{
+	return p->name;
+}
+
+const char *fn_pod_namespace(const struct fn_pod *p)
+{
+	return p->ns;
+}
+
+const struct fn_request *fn_pod_request(const struct fn_pod *p)
+{
+	return p->req;
+}
+
+const struct settings *fn_pod_settings(const struct fn_pod *p)
+{
+	return p->s;
+}
+
+int64_t fn_pod_deadline(const struct fn_pod *p)
+{
+	return p->deadline;
+}
+
+int64_t fn_pod_start_deadline(const struct fn_pod *p)
+{
+	return p->start_deadline;
+}
+
+bool fn_pod_is_cancelled(const struct fn_pod *p)
+{
+	return *p->cancel != 0;
+}
+
+void fn_pod_extend_start(struct fn_pod *p, int64_t ms)
+{
+	p->start_deadline += ms;
+}
+
+void fn_pod_mark_attached(struct fn_pod *p, int64_t t)
+{
+	p->t_attached = t;
+}
+
+void fn_pod_mark_done(struct fn_pod *p)
+{
+	p->t_done = now_ms();
+}
+
+/* --- the end ---------------------------------------------------------------------------------- */
+
+static int delete_pod(struct fn_pod *p, struct err **err)
+{
+	kube_client_set_cancel(p->client, NULL);
+	kube_client_set_deadline(p->client, now_ms() + DELETE_DEADLINE_MS);
+	if (kube_api_pod_delete(p->client, p->ns, p->name, err) < 0)
+		return err_wrap(err,
+		                "delete pod %s/%s (it ends by itself after activeDeadlineSeconds; "
+		                "`krmpod gc` removes leftovers)",
+		                p->ns, p->name);
+	return 0;
+}
+
+/* When the container was first known to run: the Started event or the status. */
+static int64_t started_at(const struct pod_state *st)
+{
+	if (st->t_started_event && (st->t_running == 0 || st->t_started_event < st->t_running))
+		return st->t_started_event;
+	return st->t_running;
+}
+
+static long long since(const struct fn_pod *p, int64_t t)
+{
+	return t ? (long long)(t - p->t0) : -1;
+}
+
+int fn_pod_close(struct fn_pod *p, int rc, int exit_code, struct err **err)
+{
+	if (p == NULL)
+		return rc;
+	struct pod_state st;
+	fn_pod_state(p, &st);
+	unsigned watch_requests = p->watch ? pod_watch_requests(p->watch) : 0;
+	if (p->name) {
+		cleanup_err struct err *derr = NULL;
+		if (delete_pod(p, &derr) < 0) {
+			if (rc == 0) {
+				*err = derr;
+				derr = NULL;
+				rc = -1;
+			} else {
+				log_error("%s", derr->msg);
+			}
+		}
+		unsigned requests =
+		        kube_client_requests(p->client) + p->stream_requests + watch_requests;
+		/* The line's prefix names the pod (log_set_pod). */
+		log_info("image=%s scheduled=%lldms started=%lldms attached=%lldms "
+		         "finished=%lldms exit=%d requests=%u",
+		         p->req->image, since(p, st.t_scheduled), since(p, started_at(&st)),
+		         since(p, p->t_attached), since(p, p->t_done ? p->t_done : now_ms()),
+		         exit_code, requests);
+		log_set_pod(NULL);
+	}
+	/* Stopped after the delete: joining the watch thread takes up to one 50 ms slice, which
+	 * the pod's deletion need not wait for. */
+	pod_watch_stop(p->watch);
+	free(p->name);
+	kube_client_free(p->client);
+	free(p);
+	return rc;
+}

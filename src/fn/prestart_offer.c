@@ -1,0 +1,72 @@
+/* prestart_offer.c — see prestart_offer.h. */
+#include "fn/prestart_offer.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/xalloc.h"
+
+#define KEY_HEX 16
+
+char *prestart_offer_path(const char *dir, uint64_t key, const char *pod)
+{
+	return xasprintf("%s/%016llx.%s", dir, (unsigned long long)key, pod);
+}
+
+char *prestart_offer_pending_path(const char *dir, uint64_t key, size_t n)
+{
+	return xasprintf("%s/pending.%016llx.%zu", dir, (unsigned long long)key, n);
+}
+
+char *prestart_offer_claimed_dir(const char *dir)
+{
+	return xasprintf("%s/claimed", dir);
+}
+
+/* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
+ * being made. */
+static char *claim_once(const char *dir, uint64_t key, bool *pending)
+{
+	char prefix[KEY_HEX + 2], marker[KEY_HEX + 10];
+	snprintf(prefix, sizeof(prefix), "%016llx.", (unsigned long long)key);
+	snprintf(marker, sizeof(marker), "pending.%016llx.", (unsigned long long)key);
+	*pending = false;
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return NULL;
+	char *pod = NULL;
+	struct dirent *e;
+	while (pod == NULL && (e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, marker, strlen(marker)) == 0)
+			*pending = true;
+		if (strncmp(e->d_name, prefix, KEY_HEX + 1) != 0)
+			continue;
+		cleanup_free char *from = xasprintf("%s/%s", dir, e->d_name);
+		cleanup_free char *to = xasprintf("%s/claimed/%s", dir, e->d_name);
+		if (rename(from, to) == 0)
+			pod = xstrdup(e->d_name + KEY_HEX + 1);
+		/* ENOENT: another shim was faster; look on */
+	}
+	closedir(d);
+	return pod;
+}
+
+char *prestart_offer_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel)
+{
+	/* An offer for this key still being created is worth a short wait: it was started
+	 * earlier than any pod this shim could create now. */
+	int64_t until = now_ms() + PRESTART_WAIT_MS;
+	for (;;) {
+		bool pending;
+		char *pod = claim_once(dir, key, &pending);
+		if (pod || !pending || now_ms() >= until || (cancel && *cancel))
+			return pod;
+		usleep(10 * 1000);
+	}
+}

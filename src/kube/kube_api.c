@@ -1,0 +1,188 @@
+/* kube_api.c — see kube_api.h. */
+#include "kube/kube_api.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+
+#define CORE "/api/v1/namespaces/"
+
+char *kube_api_pod_path(const char *ns, const char *pod)
+{
+	return xasprintf(CORE "%s/pods/%s", ns, pod);
+}
+
+char *kube_api_pod_watch_path(const char *ns, const char *pod, const char *rv, int timeout_s)
+{
+	cleanup_free char *name = kube_query_escape(pod);
+	cleanup_free char *erv = kube_query_escape(rv);
+	return xasprintf(CORE "%s/pods?watch=1&fieldSelector=metadata.name%%3D%s"
+	                      "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
+	                 ns, name, erv, timeout_s);
+}
+
+char *kube_api_started_events_watch_path(const char *ns, const char *pod_uid, int timeout_s)
+{
+	cleanup_free char *sel = xasprintf("involvedObject.uid=%s,reason=Started", pod_uid);
+	cleanup_free char *esel = kube_query_escape(sel);
+	return xasprintf(CORE "%s/events?watch=1&fieldSelector=%s&timeoutSeconds=%d", ns, esel,
+	                 timeout_s);
+}
+
+char *kube_api_pod_log_path(const char *ns, const char *pod, const char *container,
+                            size_t limit_bytes)
+{
+	cleanup_free char *c = kube_query_escape(container);
+	return xasprintf(CORE "%s/pods/%s/log?container=%s&limitBytes=%zu", ns, pod, c,
+	                 limit_bytes);
+}
+
+char *kube_api_pod_attach_path(const char *ns, const char *pod, const char *container,
+                               bool want_stdin)
+{
+	cleanup_free char *c = kube_query_escape(container);
+	return xasprintf(CORE "%s/pods/%s/attach?container=%s&stdin=%s&stdout=true"
+	                      "&stderr=true&tty=false",
+	                 ns, pod, c, want_stdin ? "true" : "false");
+}
+
+void kube_api_stream_path_parts(const char *path, char **ns, char **subresource)
+{
+	*ns = *subresource = NULL;
+	if (strncmp(path, CORE, strlen(CORE)) == 0) {
+		const char *p = path + strlen(CORE);
+		*ns = xstrndup(p, strcspn(p, "/"));
+		size_t end = strcspn(path, "?");
+		const char *slash = memrchr(path, '/', end);
+		if (slash)
+			*subresource = xstrndup(slash + 1, end - (size_t)(slash + 1 - path));
+	}
+	if (*ns == NULL)
+		*ns = xstrdup("(unknown)");
+	if (*subresource == NULL)
+		*subresource = xstrdup("attach");
+}
+
+int kube_api_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
+                        struct json **out, struct err **err)
+{
+	cleanup_free char *path = xasprintf(CORE "%s/pods?fieldValidation=Strict", ns);
+	volatile sig_atomic_t *cancel = kube_client_get_cancel(c);
+	kube_client_set_cancel(c, NULL);
+	int rc;
+	for (int attempt = 0;; attempt++) {
+		long status = 0;
+		rc = kube_request(c, "POST", path, "application/json", body, len, &status, out,
+		                  err);
+		if (rc < 0 && status == 409 && attempt < 3) {
+			err_free(*err);
+			*err = NULL;
+			continue;
+		}
+		break;
+	}
+	kube_client_set_cancel(c, cancel);
+	if (rc == 0 && json_str(json_path(*out, "metadata.name")) == NULL) {
+		json_free(*out);
+		*out = NULL;
+		return err_set(err, ERR_API, "POST %s: the created pod has no metadata.name", path);
+	}
+	return rc;
+}
+
+int kube_api_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_path(ns, name);
+	static const char body[] = "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+	                           "\"gracePeriodSeconds\":0,\"propagationPolicy\":\"Background\"}";
+	long status = 0;
+	if (kube_request(c, "DELETE", path, "application/json", body, sizeof(body) - 1, &status,
+	                 NULL, err) < 0) {
+		if (status != 404)
+			return -1;
+		err_free(*err);
+		*err = NULL;
+	}
+	return 0;
+}
+
+int kube_api_pod_get(struct kube_client *c, const char *ns, const char *name, long *status,
+                     struct json **out, struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_path(ns, name);
+	return kube_request(c, "GET", path, NULL, NULL, 0, status, out, err);
+}
+
+int kube_api_pod_list(struct kube_client *c, const char *ns, const char *label_selector,
+                      struct json **out, struct err **err)
+{
+	cleanup_free char *sel = kube_query_escape(label_selector);
+	cleanup_free char *path = xasprintf(CORE "%s/pods?labelSelector=%s", ns, sel);
+	return kube_request(c, "GET", path, NULL, NULL, 0, NULL, out, err);
+}
+
+int kube_api_podtemplate_get(struct kube_client *c, const char *ns, const char *name, long *status,
+                             struct json **out, struct err **err)
+{
+	cleanup_free char *esc = kube_query_escape(name);
+	cleanup_free char *path = xasprintf(CORE "%s/podtemplates/%s", ns, esc);
+	return kube_request(c, "GET", path, NULL, NULL, 0, status, out, err);
+}
+
+int kube_api_networkpolicy_list(struct kube_client *c, const char *ns, struct json **out,
+                                struct err **err)
+{
+	cleanup_free char *path =
+	        xasprintf("/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies", ns);
+	return kube_request(c, "GET", path, NULL, NULL, 0, NULL, out, err);
+}
+
+int kube_api_access_review(struct kube_client *c, const char *ns, const struct kube_api_access *a,
+                           bool *allowed, struct err **err)
+{
+	cleanup_buf struct buf body;
+	buf_init(&body, 0);
+	struct jw w;
+	jw_init(&w, &body);
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "apiVersion", "authorization.k8s.io/v1");
+	jw_kv_str(&w, "kind", "SelfSubjectAccessReview");
+	jw_key(&w, "spec");
+	jw_obj_begin(&w);
+	jw_key(&w, "resourceAttributes");
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "namespace", ns);
+	jw_kv_str(&w, "verb", a->verb);
+	if (a->group && *a->group)
+		jw_kv_str(&w, "group", a->group);
+	jw_kv_str(&w, "resource", a->resource);
+	if (a->subresource && *a->subresource)
+		jw_kv_str(&w, "subresource", a->subresource);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	cleanup_json struct json *resp = NULL;
+	if (kube_request(c, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+	                 "application/json", body.data, body.len, NULL, &resp, err) < 0)
+		return -1;
+	*allowed = false;
+	json_bool(json_path(resp, "status.allowed"), allowed);
+	return 0;
+}
+
+int kube_api_version_get(struct kube_client *c, struct kube_version *out, struct err **err)
+{
+	cleanup_json struct json *doc = NULL;
+	if (kube_request(c, "GET", "/version", NULL, NULL, 0, NULL, &doc, err) < 0)
+		return -1;
+	return kube_version_decode(doc, out, err);
+}
+
+bool kube_api_quota_full(const struct err *e)
+{
+	return e && e->code == ERR_API && e->http_status == 403 &&
+	       strstr(e->msg, "exceeded quota") != NULL;
+}

@@ -1,0 +1,26 @@
+/* pod_container.c — see pod_container.h. */
+#include "pod/pod_container.h"
+
+void pod_container_write_attach_fields(struct jw *w, bool stdin_)
+{
+	jw_kv_bool(w, "stdin", stdin_);
+	jw_kv_bool(w, "stdinOnce", stdin_);
+	jw_kv_bool(w, "tty", false);
+}
+
+void pod_container_write_security_context(struct jw *w)
+{
+	jw_key(w, "securityContext");
+	jw_obj_begin(w);
+	jw_kv_bool(w, "allowPrivilegeEscalation", false);
+	jw_kv_bool(w, "privileged", false);
+	jw_kv_bool(w, "runAsNonRoot", true);
+	jw_key(w, "capabilities");
+	jw_obj_begin(w);
+	jw_key(w, "drop");
+	jw_arr_begin(w);
+	jw_str(w, "ALL");
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}

@@ -1,0 +1,20 @@
+/* pod_container.h — what every container of a function pod gets, whichever writes it: the
+ * function container (pod_spec.c) and the mounts init container (pod_mounts.c). */
+#ifndef KRMPOD_POD_CONTAINER_H
+#define KRMPOD_POD_CONTAINER_H
+
+#include <stdbool.h>
+
+#include "base/json.h"
+
+/* Writes the container "securityContext" (no privilege escalation, not privileged,
+ * non-root, all capabilities dropped). */
+void pod_container_write_security_context(struct jw *w);
+
+/* The fields that make a container attachable the way krmpod streams it, no tty. With
+ * `stdin_`, stdin and stdinOnce (the runtime closes stdin when the first attach's stdin
+ * ends); without, neither: the process's stdin is empty (/dev/null), like `docker run`
+ * without -i, and the attach asks only for stdout and stderr. */
+void pod_container_write_attach_fields(struct jw *w, bool stdin_);
+
+#endif

@@ -1,0 +1,24 @@
+/* pod_names.h — the names krmpod gives things in a function pod: its containers, the labels
+ * a NetworkPolicy selects on, the annotation that records the image, and the mounts layout
+ * (docs/levels.md). Only names: every module that writes or reads a function pod uses
+ * these, none defines its own. */
+#ifndef KRMPOD_POD_NAMES_H
+#define KRMPOD_POD_NAMES_H
+
+/* The function's container. */
+#define POD_CONTAINER_NAME "fn"
+
+/* Labels every function pod carries (a PodTemplate may not set them). */
+#define POD_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define POD_LABEL_FUNCTION   "krmpod.dev/function"
+#define POD_LABEL_NETWORK    "krmpod.dev/network" /* none | granted */
+
+/* The full image the pod runs, as the request named it. */
+#define POD_ANNOTATION_IMAGE "krmpod.dev/image"
+
+/* The init container that receives bind mounts, where it unpacks them, and the volumes. */
+#define POD_MOUNTS_CONTAINER_NAME "mounts"
+#define POD_MOUNTS_DIR            "/krmpod/mounts"
+#define POD_MOUNT_VOLUME_PREFIX   "krmpod-mount-"
+
+#endif
