@@ -49,6 +49,7 @@ struct kube_stream {
 
 	/* connection state (service thread only) */
 	bool established, failed, closed, peer_closed;
+	int close_code; /* of the server's Close frame (peer_closed) */
 	int http_status;
 	char fail_reason[256];
 	struct ws_demux demux;
@@ -246,6 +247,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		break;
 	case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
 		s->peer_closed = true;
+		/* The close code, when the frame has one (RFC 6455 5.5.1; 1005: none). */
+		s->close_code = len >= 2 ? ((const unsigned char *)in)[0] << 8 |
+		                                   ((const unsigned char *)in)[1]
+		                         : 1005;
 		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:
 		s->closed = true;
@@ -493,13 +498,21 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 		s->io_err = NULL;
 		rc = -1;
 	}
-	if (rc == 0 && !s->demux.st.got && !s->peer_closed)
+	/* Without a Status the stream ended well only with a normal Close (1000, or no code):
+	 * a dropped connection or a Close that reports an error (1011...) cut it short. */
+	bool clean_close = s->peer_closed && (s->close_code == 1000 || s->close_code == 1005);
+	if (rc == 0 && !s->demux.st.got && !clean_close) {
+		char how[64] = "";
+		if (s->peer_closed)
+			snprintf(how, sizeof(how), " (the server closed it with code %d)",
+			         s->close_code);
 		rc = err_set(err, ERR_NET,
 		             "stream: the connection was lost after %llu bytes of stdin, %llu of "
-		             "stdout and %llu of stderr",
+		             "stdout and %llu of stderr%s",
 		             (unsigned long long)s->res.bytes_in,
 		             (unsigned long long)s->res.bytes_out,
-		             (unsigned long long)s->res.bytes_err);
+		             (unsigned long long)s->res.bytes_err, how);
+	}
 	if (s->demux.st.got) {
 		s->res.got_status = true;
 		s->res.status_success = s->demux.st.success;

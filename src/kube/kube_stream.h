@@ -61,8 +61,9 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
                      struct kube_stream **out, struct err **err);
 
 /* Pumps stdin/stdout/stderr until the server closes the stream (after the channel-3 Status
- * or a normal close). An abrupt disconnect before the server's close is ERR_NET ("attach
- * connection lost after N bytes"). Fills *res in every case (partial counts on errors). */
+ * or a normal close). Without a Status, an abrupt disconnect or a Close with an error code
+ * (anything but 1000 or none) is ERR_NET ("the connection was lost after N bytes"). Fills
+ * *res in every case (partial counts on errors). */
 int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struct err **err);
 
 /* Closes the connection and frees everything. NULL is fine. */

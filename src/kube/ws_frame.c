@@ -86,9 +86,10 @@ int ws_demux_feed(struct ws_demux *d, const char *data, size_t len, bool last_pi
 			rc = sink(ud, d->channel, data, len, err);
 		break;
 	case WS_CH_ERROR:
-		if (buf_append(&d->status, data, len, "stream status message", err) < 0)
+		if (buf_append(&d->status, data, len, "stream status message", err) < 0) {
+			(*err)->code = ERR_NET; /* what the server sent, not local I/O */
 			rc = -1;
-		else if (last_piece)
+		} else if (last_piece)
 			ws_status_decode(d->status.data ? d->status.data : "", d->status.len,
 			                 &d->st);
 		break;
