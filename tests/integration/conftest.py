@@ -1,7 +1,9 @@
 """Integration-test harness: a kubesim per session, the krmpod binary under test
 (KRMPOD_BIN: the ASan build or the static one), real kustomize (`kubectl kustomize`), and the
 "no pod left behind" check after every test."""
+import atexit
 import os
+import shutil
 import sys
 import subprocess
 import tempfile
@@ -101,12 +103,30 @@ def in_cluster_env(kubesim, tmp_path, token):
     return env
 
 
+_SHIM_DIRS = {}
+
+
+def shim_link(argv0="docker", binary=None):
+    """A symlink named argv0 to binary (KRMPOD_BIN) in a directory of its own for that binary,
+    made once per test session and removed at its end (nothing is left in /tmp)."""
+    binary = binary or KRMPOD_BIN
+    if binary not in _SHIM_DIRS:
+        _SHIM_DIRS[binary] = tempfile.mkdtemp(prefix="krmpod-shim-")
+        atexit.register(shutil.rmtree, _SHIM_DIRS[binary], True)
+    link = os.path.join(_SHIM_DIRS[binary], argv0)
+    if not os.path.exists(link):
+        os.symlink(binary, link)
+    return link
+
+
 def run_shim(sim, args, stdin=b"", env=None, timeout=60, argv0="docker", shim_dir=None):
     """Runs krmpod as `docker ARGS` and returns the CompletedProcess (bytes)."""
-    d = shim_dir or tempfile.mkdtemp(prefix="krmpod-shim-")
-    link = os.path.join(d, argv0)
-    if not os.path.exists(link):
-        os.symlink(KRMPOD_BIN, link)
+    if shim_dir:
+        link = os.path.join(shim_dir, argv0)
+        if not os.path.exists(link):
+            os.symlink(KRMPOD_BIN, link)
+    else:
+        link = shim_link(argv0)
     return subprocess.run([link] + list(args), input=stdin, env=env or base_env(sim),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
 
@@ -131,9 +151,7 @@ def no_sanitizer_reports(stderr):
 def start_shim(sim, args, env=None, argv0="docker"):
     """Starts krmpod as `docker ARGS` with a stdin pipe left open, so the function (cat) keeps
     running, and waits until its pod runs. Returns (Popen, pod object)."""
-    d = tempfile.mkdtemp(prefix="krmpod-shim-")
-    link = os.path.join(d, argv0)
-    os.symlink(KRMPOD_BIN, link)
+    link = shim_link(argv0)
     proc = subprocess.Popen([link] + list(args), env=env or base_env(sim),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)

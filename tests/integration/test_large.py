@@ -1,7 +1,6 @@
 """A 50 MB ResourceList streams through with bounded memory."""
 import os
 import subprocess
-import tempfile
 
 import pytest
 
@@ -13,7 +12,8 @@ def test_50mb_resource_list(kubesim, tmp_path):
     src = str(tmp_path / "rl.yaml")
     make_resource_list(src, 50 * 1024 * 1024)
     out = str(tmp_path / "out.yaml")
-    d = tempfile.mkdtemp()
+    d = str(tmp_path / "shim")
+    os.mkdir(d)
     os.symlink(KRMPOD_BIN, os.path.join(d, "docker"))
     rss_file = str(tmp_path / "rss")
     # A fresh wrapper process whose only child is krmpod, so RUSAGE_CHILDREN is krmpod's.

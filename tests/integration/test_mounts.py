@@ -7,12 +7,11 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 
 from apptrees import mount_app, tree
-from conftest import (HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, KUSTOMIZE_RUN, base_env,
-                      kustomize, no_sanitizer_reports)
+from conftest import (HELPER_IMAGE, IMAGES, ROOT, KUSTOMIZE_RUN, base_env, kustomize,
+                      no_sanitizer_reports, shim_link)
 
 DIRECT = os.path.join(ROOT, "tests", "fixtures")
 
@@ -231,8 +230,7 @@ def test_shim_with_mount_flags_from_the_working_directory(kubesim, tmp_path):
     """The shim alone, as kustomize runs it: cwd is the kustomization directory."""
     app = tmp_path / "app"
     tree(app / "data", {"a.txt": "alpha\n"})
-    d = tempfile.mkdtemp(prefix="krmpod-shim-")
-    os.symlink(KRMPOD_BIN, os.path.join(d, "docker"))
+    d = os.path.dirname(shim_link())
     rl = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
           b"functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n"
           b"  data: {name: m, dirs: /data}\n")
@@ -258,8 +256,7 @@ def test_sigterm_while_the_helper_starts_deletes_the_pod(kubesim, tmp_path):
     kubesim.faults(start_latency_ms=3000)
     app = tmp_path / "app"
     tree(app / "data", {"a.txt": "alpha\n"})
-    d = tempfile.mkdtemp(prefix="krmpod-shim-")
-    os.symlink(KRMPOD_BIN, os.path.join(d, "docker"))
+    d = os.path.dirname(shim_link())
     args = ["run", "--rm", "-i", "--mount",
             "type=bind,source=%s/data,target=/data,readonly" % app,
             "example.com/fns/read-mount:v1"]

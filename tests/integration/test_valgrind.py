@@ -4,11 +4,10 @@ the whole suite; valgrind sees what ASan cannot (uninitialised reads) in the sam
 import os
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import KUSTOMIZE_RUN, ROOT, base_env, in_cluster_env
+from conftest import KUSTOMIZE_RUN, ROOT, base_env, in_cluster_env, shim_link
 
 GLIBC_BIN = os.path.join(ROOT, "build", "glibc", "krmpod")
 VALGRIND = shutil.which("valgrind")
@@ -22,9 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def shim(args, env, stdin=b""):
-    d = tempfile.mkdtemp(prefix="krmpod-vg-")
-    link = os.path.join(d, "docker")
-    os.symlink(GLIBC_BIN, link)
+    link = shim_link("docker", GLIBC_BIN)
     # valgrind runs the symlink, so argv[0] is still `docker`
     return subprocess.run(VG + [link] + args, input=stdin, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=300)
