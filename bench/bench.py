@@ -98,6 +98,9 @@ def main():
     ap.add_argument("-n", type=int, default=15)
     ap.add_argument("--latencies", default="0,500")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--compare", metavar="KRMPOD",
+                    help="another krmpod binary (an earlier build) run as a third runner, "
+                         "krmpod-cmp, in the same run: before and after side by side")
     a = ap.parse_args()
     krmpod = os.path.abspath(a.krmpod)
     state = tempfile.mkdtemp(prefix="krmpod-bench-")
@@ -113,6 +116,12 @@ def main():
         "krmpod": [os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + ["example.com/cat"],
         "kubectl": [os.path.join(ROOT, "bench", "kubectl-runner.sh"), "example.com/cat"],
     }
+    if a.compare:
+        cmpdir = os.path.join(state, "cmp")
+        os.mkdir(cmpdir)
+        os.symlink(os.path.abspath(a.compare), os.path.join(cmpdir, "docker"))
+        runners["krmpod-cmp"] = ([os.path.join(cmpdir, "docker")] + KUSTOMIZE_RUN +
+                                 ["example.com/cat"])
     # the function's own time, run directly
     direct = [run_measured([os.path.join(IMAGES, "cat")], env)[0] for _ in range(a.n)]
     fn_time = statistics.median(direct)
@@ -146,10 +155,10 @@ def main():
     print("machine: %s, %d cores, %s; function run directly: %.1f ms (median)" %
           (platform.platform(), os.cpu_count(), platform.processor() or platform.machine(),
            fn_time * 1000))
-    print("%-8s %-8s %10s %10s %10s %12s %9s" % ("L (ms)", "runner", "wall ms", "overhead",
+    print("%-10s %-10s %10s %10s %10s %12s %9s" % ("L (ms)", "runner", "wall ms", "overhead",
                                                  "CPU ms", "peak RSS KiB", "requests"))
     for r in results:
-        print("%-8d %-8s %10.1f %10.1f %10.1f %12d %9d" % (
+        print("%-10d %-10s %10.1f %10.1f %10.1f %12d %9d" % (
             r["latency_ms"], r["runner"], r["wall_ms"], r["overhead_ms"], r["cpu_ms"],
             r["peak_rss_kib"], r["api_requests"]))
     for lat in sorted({r["latency_ms"] for r in results}):
@@ -157,6 +166,13 @@ def main():
         b = next(r for r in results if r["latency_ms"] == lat and r["runner"] == "kubectl")
         print("L=%d ms: kubectl/krmpod overhead ratio %.1fx, CPU ratio %.1fx" % (
             lat, b["overhead_ms"] / max(k["overhead_ms"], 0.1), b["cpu_ms"] / max(k["cpu_ms"], 0.1)))
+        c = next((r for r in results if r["latency_ms"] == lat and r["runner"] == "krmpod-cmp"),
+                 None)
+        if c:
+            print("L=%d ms: krmpod/krmpod-cmp wall %.3fx, CPU %.2fx, RSS %.2fx, requests %d/%d"
+                  % (lat, k["wall_ms"] / c["wall_ms"], k["cpu_ms"] / max(c["cpu_ms"], 0.1),
+                     k["peak_rss_kib"] / max(c["peak_rss_kib"], 1), k["api_requests"],
+                     c["api_requests"]))
     for name, ms in hooks.items():
         print("%s: %.1f ms (median of %d)" % (name, ms, a.n))
     if a.json:
