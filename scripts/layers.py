@@ -26,8 +26,9 @@ LAYERS = [
     ["cmp"],
     ["shim"],
     ["fn"],
+    ["catalog"],
     ["pod"],
-    ["kube", "mounts"],
+    ["kube", "mounts", "registry"],
     ["config"],
     ["base"],
 ]

@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/fdio.h"
 #include "base/xalloc.h"
 
 /* A duration's milliseconds, or -1 when text is not one (settings_parse_duration). */
@@ -440,6 +441,87 @@ static int fit_start_timeout(char *const *e, struct settings *s, struct err **er
 	               (long long)s->start_timeout_ms, (long long)s->timeout_ms);
 }
 
+/* KRMPOD_IMAGE_ALLOWLIST: comma-separated patterns, '*' matching any run of characters. */
+static int load_allowlist(char *const *e, struct settings *s, struct err **err)
+{
+	const char *v = settings_env(e, "KRMPOD_IMAGE_ALLOWLIST");
+	if (v == NULL)
+		return 0;
+	cleanup_free char *copy = xstrdup(v);
+	char *save = NULL;
+	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		while (*p == ' ')
+			p++;
+		size_t n = strlen(p);
+		while (n > 0 && p[n - 1] == ' ')
+			p[--n] = '\0';
+		if (n == 0 || strpbrk(p, " \t"))
+			return err_set(err, ERR_CONFIG,
+			               "KRMPOD_IMAGE_ALLOWLIST=%s: \"%s\" is not an image pattern "
+			               "(e.g. registry.example.co/fns/*)",
+			               v, p);
+		s->image_allowlist =
+		        xrealloc(s->image_allowlist, (s->n_image_allowlist + 1) * sizeof(char *));
+		s->image_allowlist[s->n_image_allowlist++] = xstrdup(p);
+	}
+	if (s->n_image_allowlist == 0)
+		return err_set(err, ERR_CONFIG, "KRMPOD_IMAGE_ALLOWLIST=%s holds no pattern", v);
+	return 0;
+}
+
+/* KRMPOD_IMAGE_POLICY and what it needs (docs/catalogs.md). */
+static int load_policy(char *const *e, struct settings *s, struct err **err)
+{
+	const char *v = settings_env(e, "KRMPOD_IMAGE_POLICY");
+	if (v == NULL || strcmp(v, "any") == 0)
+		s->image_policy = IMAGE_POLICY_ANY;
+	else if (strcmp(v, "catalog") == 0)
+		s->image_policy = IMAGE_POLICY_CATALOG;
+	else if (strcmp(v, "allowlist") == 0)
+		s->image_policy = IMAGE_POLICY_ALLOWLIST;
+	else
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_IMAGE_POLICY=%s: use any, catalog or allowlist", v);
+	if (load_allowlist(e, s, err) < 0)
+		return -1;
+	if (s->image_policy == IMAGE_POLICY_ALLOWLIST && s->n_image_allowlist == 0)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_IMAGE_POLICY=allowlist needs KRMPOD_IMAGE_ALLOWLIST: the "
+		               "image patterns that may run (e.g. registry.example.co/fns/*)");
+	if (s->image_policy != IMAGE_POLICY_ALLOWLIST && s->n_image_allowlist > 0)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_IMAGE_ALLOWLIST is set but KRMPOD_IMAGE_POLICY is %s: set "
+		               "KRMPOD_IMAGE_POLICY=allowlist for it to apply, or unset it",
+		               v ? v : "any (the default)");
+	if (s->image_policy == IMAGE_POLICY_CATALOG && s->n_trusted_catalogs == 0 &&
+	    s->n_default_catalogs == 0)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "KRMPOD_IMAGE_POLICY=catalog, but neither KRMPOD_TRUSTED_CATALOGS nor "
+		        "KRMPOD_DEFAULT_CATALOGS names a catalog: no function could run");
+	const char *d = settings_env(e, "KRMPOD_REQUIRE_DIGEST");
+	return d ? settings_parse_bool("KRMPOD_REQUIRE_DIGEST", d, &s->require_digest, err) : 0;
+}
+
+/* The catalogs, the image policy, and where catalogs and images are fetched from. */
+static int load_catalogs(char *const *e, struct settings *s, struct err **err)
+{
+	const char *t = settings_env(e, "KRMPOD_TRUSTED_CATALOGS");
+	const char *d = settings_env(e, "KRMPOD_DEFAULT_CATALOGS");
+	if ((t && catalog_refs_parse_list(t, "KRMPOD_TRUSTED_CATALOGS", &s->trusted_catalogs,
+	                                  &s->n_trusted_catalogs, err) < 0) ||
+	    (d && catalog_refs_parse_list(d, "KRMPOD_DEFAULT_CATALOGS", &s->default_catalogs,
+	                                  &s->n_default_catalogs, err) < 0) ||
+	    load_policy(e, s, err) < 0)
+		return -1;
+	load_string(e, "KRMPOD_REGISTRY_CA", &s->registry_ca);
+	load_string(e, "KRMPOD_REGISTRY_AUTH", &s->registry_auth);
+	load_string(e, "KRMPOD_POLICY_FILE", &s->policy_file);
+	const char *c = settings_env(e, "KRMPOD_CACHE_DIR");
+	s->cache_dir = c ? xstrdup(c) : xasprintf("%s/krmpod-cache", tmp_dir());
+	return 0;
+}
+
 static int load(char *const *e, struct settings *s, struct err **err)
 {
 	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
@@ -476,6 +558,8 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	s->mount_max_bytes = 64LL << 20;
 	if (mmax &&
 	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
+		return -1;
+	if (load_catalogs(e, s, err) < 0)
 		return -1;
 	return fit_start_timeout(e, s, err);
 }
@@ -514,5 +598,14 @@ void settings_clear(struct settings *s)
 	free(s->prestart_dir);
 	free(s->kube_context);
 	free(s->serviceaccount_dir);
+	catalog_refs_free(s->trusted_catalogs, s->n_trusted_catalogs);
+	catalog_refs_free(s->default_catalogs, s->n_default_catalogs);
+	for (size_t i = 0; i < s->n_image_allowlist; i++)
+		free(s->image_allowlist[i]);
+	free(s->image_allowlist);
+	free(s->registry_ca);
+	free(s->registry_auth);
+	free(s->cache_dir);
+	free(s->policy_file);
 	memset(s, 0, sizeof(*s));
 }

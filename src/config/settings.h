@@ -12,6 +12,14 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "config/catalog_ref.h"
+
+/* KRMPOD_IMAGE_POLICY: which images may run (docs/catalogs.md). */
+enum image_policy {
+	IMAGE_POLICY_ANY = 0,   /* any image (the default, today's behaviour) */
+	IMAGE_POLICY_CATALOG,   /* only the images of the admin's catalogs */
+	IMAGE_POLICY_ALLOWLIST, /* only images matching KRMPOD_IMAGE_ALLOWLIST */
+};
 
 struct label {
 	char *key;
@@ -70,6 +78,19 @@ struct settings {
 	/* KRMPOD_SERVICEACCOUNT_DIR: where the in-cluster token, ca.crt and namespace are
 	 * (default /var/run/secrets/kubernetes.io/serviceaccount); NULL when unset. */
 	char *serviceaccount_dir;
+	/* Function catalogs and the image policy (docs/catalogs.md). */
+	struct catalog_ref *trusted_catalogs; /* KRMPOD_TRUSTED_CATALOGS */
+	size_t n_trusted_catalogs;
+	struct catalog_ref *default_catalogs; /* KRMPOD_DEFAULT_CATALOGS */
+	size_t n_default_catalogs;
+	enum image_policy image_policy; /* KRMPOD_IMAGE_POLICY (default any) */
+	char **image_allowlist;         /* KRMPOD_IMAGE_ALLOWLIST: patterns, '*' any run */
+	size_t n_image_allowlist;
+	bool require_digest; /* KRMPOD_REQUIRE_DIGEST: only images referenced by digest */
+	char *registry_ca;   /* KRMPOD_REGISTRY_CA: a PEM bundle trusted besides the system's */
+	char *registry_auth; /* KRMPOD_REGISTRY_AUTH: a dockerconfigjson with credentials */
+	char *cache_dir;     /* KRMPOD_CACHE_DIR (default $TMPDIR/krmpod-cache) */
+	char *policy_file;   /* KRMPOD_POLICY_FILE: the policy generate resolved for its shims */
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u

@@ -1,0 +1,255 @@
+/* policy.c — see policy.h. */
+#include "catalog/policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/sha256.h"
+#include "base/xalloc.h"
+#include "catalog/catalog.h"
+
+static const char *mode_name(enum image_policy m)
+{
+	return m == IMAGE_POLICY_CATALOG     ? "catalog"
+	       : m == IMAGE_POLICY_ALLOWLIST ? "allowlist"
+	                                     : "any";
+}
+
+void policy_init(struct policy *p, const struct settings *s)
+{
+	memset(p, 0, sizeof(*p));
+	p->mode = s->image_policy;
+	p->require_digest = s->require_digest;
+	p->allowlist = xcalloc(s->n_image_allowlist + 1, sizeof(char *));
+	for (size_t i = 0; i < s->n_image_allowlist; i++)
+		p->allowlist[i] = xstrdup(s->image_allowlist[i]);
+	p->n_allowlist = s->n_image_allowlist;
+}
+
+void policy_clear(struct policy *p)
+{
+	for (size_t i = 0; i < p->n_allowlist; i++)
+		free(p->allowlist[i]);
+	free(p->allowlist);
+	for (size_t i = 0; i < p->n_images; i++) {
+		free(p->images[i].image);
+		free(p->images[i].origin);
+	}
+	free(p->images);
+	for (size_t i = 0; i < p->n_named; i++) {
+		free(p->named[i].image);
+		free(p->named[i].where);
+	}
+	free(p->named);
+	memset(p, 0, sizeof(*p));
+}
+
+void policy_add_image(struct policy *p, const char *image, const char *origin, bool network,
+                      bool mounts)
+{
+	p->images = xrealloc(p->images, (p->n_images + 1) * sizeof(*p->images));
+	p->images[p->n_images++] =
+	        (struct policy_image){xstrdup(image), xstrdup(origin), network, mounts};
+}
+
+void policy_add_named(struct policy *p, const char *image, const char *where)
+{
+	p->named = xrealloc(p->named, (p->n_named + 1) * sizeof(*p->named));
+	p->named[p->n_named++] = (struct policy_named){xstrdup(image), xstrdup(where)};
+}
+
+bool policy_pattern_match(const char *pattern, const char *image)
+{
+	if (*pattern == '\0')
+		return *image == '\0';
+	if (*pattern == '*') {
+		for (const char *s = image;; s++) {
+			if (policy_pattern_match(pattern + 1, s))
+				return true;
+			if (*s == '\0')
+				return false;
+		}
+	}
+	return *image == *pattern && policy_pattern_match(pattern + 1, image + 1);
+}
+
+/* The catalog entry that allows image, or NULL. */
+static const struct policy_image *catalog_image(const struct policy *p, const char *image)
+{
+	cleanup_free char *name = NULL, *digest = NULL;
+	if (catalog_image_split(image, &name, NULL, &digest) < 0)
+		return NULL;
+	for (size_t i = 0; i < p->n_images; i++) {
+		const struct policy_image *e = &p->images[i];
+		if (digest == NULL) {
+			if (strcmp(e->image, image) == 0 && strchr(e->image, '@') == NULL)
+				return e;
+			continue;
+		}
+		cleanup_free char *ename = NULL, *edigest = NULL;
+		if (catalog_image_split(e->image, &ename, NULL, &edigest) == 0 && edigest &&
+		    strcmp(ename, name) == 0 && strcmp(edigest, digest) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static const char *named_where(const struct policy *p, const char *image)
+{
+	for (size_t i = 0; i < p->n_named; i++)
+		if (strcmp(p->named[i].image, image) == 0)
+			return p->named[i].where;
+	return "the function config";
+}
+
+static int refuse(const struct policy *p, const char *image, const char *where, const char *setting,
+                  const char *why, const char *fix, struct err **err)
+{
+	return err_set(err, ERR_CONFIG,
+	               "%s names image %s, which the image policy (%s) refuses: %s; %s",
+	               where ? where : named_where(p, image), image, setting, why, fix);
+}
+
+static int check_catalog(const struct policy *p, const char *image, bool network, bool mounts,
+                         const char *where, struct err **err)
+{
+	const struct policy_image *e = catalog_image(p, image);
+	if (e == NULL)
+		return refuse(
+		        p, image, where, "KRMPOD_IMAGE_POLICY=catalog",
+		        "it is not an image of the admin's catalogs (KRMPOD_TRUSTED_CATALOGS, "
+		        "KRMPOD_DEFAULT_CATALOGS)",
+		        "name the function by kind only (no config.kubernetes.io/function "
+		        "annotation) so that a catalog resolves it, or reference the image as a "
+		        "catalog lists it (by digest), or ask the admin to add it to a catalog",
+		        err);
+	bool no_net = network && !e->require_network;
+	if (no_net || (mounts && !e->require_storage_mount)) {
+		cleanup_free char *why =
+		        xasprintf("it asks for %s, which its catalog entry (%s) does not require",
+		                  no_net ? "network" : "storage mounts", e->origin);
+		return refuse(
+		        p, image, where, "KRMPOD_IMAGE_POLICY=catalog", why,
+		        no_net ? "drop network: true from its runtime, or ask the admin for an "
+		                 "entry with requireNetwork: true"
+		               : "drop its mounts, or ask the admin for an entry with "
+		                 "requireStorageMount: true",
+		        err);
+	}
+	return 0;
+}
+
+int policy_check(const struct policy *p, const char *image, bool network, bool mounts,
+                 const char *where, struct err **err)
+{
+	if (p->require_digest) {
+		const char *at = strchr(image, '@');
+		if (at == NULL || !sha256_digest_valid(at + 1))
+			return refuse(
+			        p, image, where, "KRMPOD_REQUIRE_DIGEST=true",
+			        "it is not referenced by digest",
+			        "reference it as NAME@sha256:<digest>, or name the function by "
+			        "kind and let a catalog resolve it",
+			        err);
+	}
+	if (p->mode == IMAGE_POLICY_CATALOG)
+		return check_catalog(p, image, network, mounts, where, err);
+	if (p->mode == IMAGE_POLICY_ALLOWLIST) {
+		for (size_t i = 0; i < p->n_allowlist; i++)
+			if (policy_pattern_match(p->allowlist[i], image))
+				return 0;
+		cleanup_buf struct buf pats;
+		buf_init(&pats, 0);
+		for (size_t i = 0; i < p->n_allowlist; i++)
+			buf_printf(&pats, "%s%s", i ? ", " : "", p->allowlist[i]);
+		cleanup_free char *why = xasprintf("it matches none of %s", pats.data);
+		return refuse(p, image, where, "KRMPOD_IMAGE_POLICY=allowlist", why,
+		              "use an image the admin allows, or ask the admin to add a pattern to "
+		              "KRMPOD_IMAGE_ALLOWLIST",
+		              err);
+	}
+	return 0;
+}
+
+void policy_write(const struct policy *p, struct buf *out)
+{
+	struct jw w;
+	jw_init(&w, out);
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "mode", mode_name(p->mode));
+	jw_kv_bool(&w, "requireDigest", p->require_digest);
+	jw_key(&w, "allowlist");
+	jw_arr_begin(&w);
+	for (size_t i = 0; i < p->n_allowlist; i++)
+		jw_str(&w, p->allowlist[i]);
+	jw_arr_end(&w);
+	jw_key(&w, "images");
+	jw_arr_begin(&w);
+	for (size_t i = 0; i < p->n_images; i++) {
+		jw_obj_begin(&w);
+		jw_kv_str(&w, "image", p->images[i].image);
+		jw_kv_str(&w, "origin", p->images[i].origin);
+		jw_kv_bool(&w, "requireNetwork", p->images[i].require_network);
+		jw_kv_bool(&w, "requireStorageMount", p->images[i].require_storage_mount);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_key(&w, "named");
+	jw_arr_begin(&w);
+	for (size_t i = 0; i < p->n_named; i++) {
+		jw_obj_begin(&w);
+		jw_kv_str(&w, "image", p->named[i].image);
+		jw_kv_str(&w, "where", p->named[i].where);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+}
+
+/* The arrays of a policy document into p. */
+static void read_lists(const struct json *doc, struct policy *p)
+{
+	const struct json *al = json_get(doc, "allowlist");
+	p->allowlist = xcalloc(json_len(al) + 1, sizeof(char *));
+	for (size_t i = 0; i < json_len(al); i++)
+		if (json_str(json_at(al, i)))
+			p->allowlist[p->n_allowlist++] = xstrdup(json_str(json_at(al, i)));
+	const struct json *im = json_get(doc, "images");
+	for (size_t i = 0; i < json_len(im); i++) {
+		const struct json *e = json_at(im, i);
+		bool net = false, mnt = false;
+		json_bool(json_get(e, "requireNetwork"), &net);
+		json_bool(json_get(e, "requireStorageMount"), &mnt);
+		if (json_str(json_get(e, "image")) && json_str(json_get(e, "origin")))
+			policy_add_image(p, json_str(json_get(e, "image")),
+			                 json_str(json_get(e, "origin")), net, mnt);
+	}
+	const struct json *nm = json_get(doc, "named");
+	for (size_t i = 0; i < json_len(nm); i++) {
+		const struct json *e = json_at(nm, i);
+		if (json_str(json_get(e, "image")) && json_str(json_get(e, "where")))
+			policy_add_named(p, json_str(json_get(e, "image")),
+			                 json_str(json_get(e, "where")));
+	}
+}
+
+int policy_read(const char *text, size_t len, const char *what, struct policy *out,
+                struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_json struct json *doc = NULL;
+	if (json_parse(text, len, what, &doc, err) < 0)
+		return -1;
+	const char *mode = json_str(json_get(doc, "mode"));
+	if (mode == NULL || (strcmp(mode, "any") != 0 && strcmp(mode, "catalog") != 0 &&
+	                     strcmp(mode, "allowlist") != 0))
+		return err_set(err, ERR_CONFIG, "%s: not a policy krmpod generate wrote", what);
+	out->mode = strcmp(mode, "catalog") == 0     ? IMAGE_POLICY_CATALOG
+	            : strcmp(mode, "allowlist") == 0 ? IMAGE_POLICY_ALLOWLIST
+	                                             : IMAGE_POLICY_ANY;
+	json_bool(json_get(doc, "requireDigest"), &out->require_digest);
+	read_lists(doc, out);
+	return 0;
+}
