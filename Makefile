@@ -62,7 +62,7 @@ build/glibc/krmpod: $(GLIBC_OBJS)
 	gcc -o $@ $(GLIBC_OBJS) $(GLIBC_DEPS_LIBS)
 
 # Header dependencies written by -MMD (absent before the first build).
--include $(wildcard build/musl/obj/*/*.d build/asan/obj/*/*.d build/glibc/obj/*/*.d build/asan/unit/*.d)
+-include $(wildcard build/musl/obj/*/*.d build/asan/obj/*/*.d build/glibc/obj/*/*.d build/asan/unit/*.d build/asan/*.d)
 
 # ---- unit tests (C, ASan+UBSan) --------------------------------------------------------
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/asan/unit/%)
@@ -70,7 +70,13 @@ build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) | build/deps/glibc/.done
 	@mkdir -p $(@D)
 	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
 
-.PHONY: all asan glibc unit test test-deps integration kubesim-test conformance-record manifests-test e2e-selftest realkube-test demo bench fmt fmt-check lint clean distclean image-local
+# A driver for the registry client (src/registry/) without krmpod's CLI, for the tests
+# against a real registry (tests/registry_tests).
+build/asan/registry-fetch: tests/registry/registry_fetch.c $(ASAN_LIB_OBJS) | build/deps/glibc/.done
+	@mkdir -p $(@D)
+	@echo "CC(asan) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
+
+.PHONY: all asan glibc unit test test-deps integration kubesim-test registry-test conformance-record manifests-test e2e-selftest realkube-test demo bench fmt fmt-check lint clean distclean image-local
 all: build/krmpod
 asan: build/asan/krmpod
 glibc: build/glibc/krmpod
@@ -84,6 +90,11 @@ test-deps:
 
 kubesim-test: test-deps
 	$(PYTHON) -m pytest -q tests/kubesim_tests
+
+# The registry client against a real registry (Debian's docker-registry, distribution 2.8)
+# with TLS, htpasswd and token authentication, and against a local HTTPS server.
+registry-test: test-deps build/asan/registry-fetch
+	$(PYTHON) -m pytest -q tests/registry_tests
 
 # manifests/ (rendered with kubectl kustomize) and the Helm values agree with the design.
 manifests-test: test-deps build/krmpod
@@ -114,7 +125,7 @@ build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
 realkube-test: test-deps build/krmpod build/realkube/argocd-cmp-server
 	REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/realkube
 
-test: lint unit kubesim-test manifests-test e2e-selftest integration realkube-test
+test: lint unit kubesim-test registry-test manifests-test e2e-selftest integration realkube-test
 	@echo "make test: all tiers passed"
 
 demo: test-deps build/krmpod

@@ -34,17 +34,29 @@ cp "$state/ca.crt" "$sa/ca.crt"
 echo default >"$sa/namespace"
 
 echo "demo: kubesim (a stand-in Kubernetes API server + kubelet) is at $url" >&2
+# The environment Argo CD's CMP server gives generate, for one Application directory.
+render() {
+	(cd "$root/examples/$1" && shift && env -i PATH="$PATH" HOME="$state" TMPDIR="$state" \
+		KUBERNETES_SERVICE_HOST="$host" KUBERNETES_SERVICE_PORT="$port" \
+		KRMPOD_SERVICEACCOUNT_DIR="$sa" KRMPOD_KUSTOMIZE="kubectl kustomize" \
+		ARGOCD_APP_NAMESPACE=argocd ARGOCD_APP_REVISION=HEAD \
+		ARGOCD_APP_SOURCE_REPO_URL=https://example.com/demo.git \
+		ARGOCD_APP_SOURCE_TARGET_REVISION=main ARGOCD_APP_PROJECT_NAME=default \
+		"$@" setsid --wait "$krmpod" generate)
+}
 echo "demo: krmpod generate in examples/demo-app, as Argo CD's CMP server runs it:" >&2
 echo >&2
-cd "$root/examples/demo-app"
-env -i PATH="$PATH" HOME="$state" TMPDIR="$state" \
-	KUBERNETES_SERVICE_HOST="$host" KUBERNETES_SERVICE_PORT="$port" \
-	KRMPOD_SERVICEACCOUNT_DIR="$sa" KRMPOD_KUSTOMIZE="kubectl kustomize" \
-	ARGOCD_APP_NAME=demo ARGOCD_APP_NAMESPACE=argocd ARGOCD_APP_REVISION=HEAD \
-	ARGOCD_APP_SOURCE_PATH=examples/demo-app ARGOCD_APP_SOURCE_REPO_URL=https://example.com/demo.git \
-	ARGOCD_APP_SOURCE_TARGET_REVISION=main ARGOCD_APP_PROJECT_NAME=default \
-	ARGOCD_ENV_FROM_SHIM="set in the Application (ARGOCD_ENV_FROM_SHIM)" \
-	setsid --wait "$krmpod" generate
+render demo-app ARGOCD_APP_NAME=demo ARGOCD_APP_SOURCE_PATH=examples/demo-app \
+	ARGOCD_ENV_FROM_SHIM="set in the Application (ARGOCD_ENV_FROM_SHIM)"
+echo >&2
+# Function catalogs (docs/catalogs.md): the admin trusts examples/catalog-app/catalog.yaml
+# and lets only its images run; the app names its functions by kind and lists its copy.
+echo "demo: krmpod generate in examples/catalog-app: functions named by kind, resolved from" >&2
+echo "demo: a catalog the admin trusts, with KRMPOD_IMAGE_POLICY=catalog:" >&2
+echo >&2
+render catalog-app ARGOCD_APP_NAME=catalog-demo ARGOCD_APP_SOURCE_PATH=examples/catalog-app \
+	KRMPOD_TRUSTED_CATALOGS="$root/examples/catalog-app/catalog.yaml" \
+	KRMPOD_IMAGE_POLICY=catalog
 echo >&2
 pods=$(grep -c ' POST /api/v1/namespaces/[^/]*/pods' "$state/requests.log" || true)
 echo "demo: the functions ran as $pods pods; the API requests kubesim served:" >&2

@@ -3,7 +3,8 @@
 # something is missing (the normal path is a few dpkg-query calls).
 set -euo pipefail
 need=()
-for pkg in python3 python3-pytest python3-yaml openssl ca-certificates clang-format shellcheck git valgrind; do
+for pkg in python3 python3-pytest python3-yaml openssl ca-certificates clang-format shellcheck git valgrind \
+	docker-registry apache2-utils; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

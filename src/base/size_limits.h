@@ -27,6 +27,11 @@
 /* A kustomization or function config file read by discover / init. */
 #define LIMIT_KUSTOMIZE_FILE (16u << 20)
 
+/* The bytes of files generate copies to apply catalogs outside Argo CD (cmp/tree_copy.h). */
+#define LIMIT_TREE_COPY (256u << 20)
+/* One function catalog (a file, an HTTPS download or an OCI layer; docs/catalogs.md). */
+#define LIMIT_CATALOG (4u << 20)
+
 /* Mounts (docs/levels.md, "Level 2: mounts"); their bytes are capped by
  * KRMPOD_MOUNT_MAX_BYTES. --mount flags of one function: */
 #define LIMIT_MOUNTS 32
@@ -37,5 +42,22 @@
 #define LIMIT_MOUNT_PATH 4096
 /* One tar PAX extended header (path and linkpath records): */
 #define LIMIT_TAR_PAX (16u << 10)
+
+/* Container registries and HTTPS catalogs (src/registry/). An image or artifact manifest
+ * (or an index), a token endpoint's answer, an image's config blob: */
+#define LIMIT_REGISTRY_MANIFEST (4u << 20)
+#define LIMIT_REGISTRY_TOKEN    (64u << 10)
+#define LIMIT_IMAGE_CONFIG      (4u << 20)
+/* A dockerconfigjson file (KRMPOD_REGISTRY_AUTH): */
+#define LIMIT_REGISTRY_AUTH_FILE (1u << 20)
+/* One WWW-Authenticate header value, and the part of an error answer's body kept to quote
+ * (the rest is read and dropped): */
+#define LIMIT_REGISTRY_HEADER     (8u << 10)
+#define LIMIT_REGISTRY_ERROR_BODY (16u << 10)
+/* The system CA bundle together with KRMPOD_REGISTRY_CA: */
+#define LIMIT_CA_BUNDLE (4u << 20)
+/* The content cache (registry_opts.cache_dir): the oldest files beyond this many bytes are
+ * evicted, and a larger object is not cached. */
+#define LIMIT_REGISTRY_CACHE (64u << 20)
 
 #endif

@@ -203,6 +203,37 @@ static void plan_replacements(const struct doc *d, const struct yaml_edit *e, ch
 	}
 }
 
+/* Whether a plain scalar with this text would be read back as the same string (not a
+ * number, boolean or null, nothing YAML would take as syntax). */
+static bool plain_safe(const char *t, size_t len)
+{
+	static const char *const special[] = {"true", "false", "True", "False", "TRUE", "FALSE",
+	                                      "null", "Null",  "NULL", "~",     "yes",  "no",
+	                                      "Yes",  "No",    "on",   "off",   "y",    "n"};
+	if (len == 0 || strchr("-?:,[]{}#&*!|>'\"%@` \t0123456789.+", t[0]) || t[len - 1] == ' ' ||
+	    strstr(t, ": ") || strstr(t, " #") || strchr(t, '\n'))
+		return false;
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		if (strcmp(t, special[i]) == 0)
+			return false;
+	return true;
+}
+
+/* For e->block: block collections, plain strings where safe. */
+static void to_block(yaml_event_t *ev)
+{
+	if (ev->type == YAML_MAPPING_START_EVENT)
+		ev->data.mapping_start.style = YAML_BLOCK_MAPPING_STYLE;
+	else if (ev->type == YAML_SEQUENCE_START_EVENT)
+		ev->data.sequence_start.style = YAML_BLOCK_SEQUENCE_STYLE;
+	else if (ev->type == YAML_SCALAR_EVENT && ev->data.scalar.quoted_implicit &&
+	         ev->data.scalar.tag == NULL &&
+	         plain_safe((const char *)ev->data.scalar.value, ev->data.scalar.length)) {
+		ev->data.scalar.plain_implicit = 1;
+		ev->data.scalar.style = YAML_ANY_SCALAR_STYLE;
+	}
+}
+
 /* Emits one document's events with the edits; every event is emitted or deleted. */
 static int write_doc(struct writer *w, struct doc *d, const struct yaml_edit *e, size_t index,
                      struct err **err)
@@ -231,6 +262,8 @@ static int write_doc(struct writer *w, struct doc *d, const struct yaml_edit *e,
 			rc = emit_scalar(w, value, err);
 		if (rc == 0 && repl[i] && !drop)
 			rc = emit_scalar(w, repl[i], err);
+		if (e->block)
+			to_block(&d->ev[i]);
 		if (rc == 0 && !drop && !old_value && !repl[i])
 			rc = emit(w, &d->ev[i], err);
 		else

@@ -31,6 +31,9 @@ struct yaml_edit {
 	const char *const *lists;
 	char *(*replace)(void *ud, const char *list, size_t index, const char *value);
 	void *ud;
+	/* Writes every mapping and sequence in block style, and a quoted string plain where
+	 * YAML reads it back as the same string (JSON in, readable YAML out). */
+	bool block;
 };
 
 /* Applies e to the stream text (len bytes) and appends the result to out. `what` names the

@@ -377,3 +377,26 @@ char *catalog_version_image(const struct catalog_version *v)
 	catalog_image_split(v->image, &name, NULL, NULL);
 	return xasprintf("%s@%s", name ? name : v->image, v->sha256);
 }
+
+const struct catalog_version *catalog_resolve(const struct catalog *const *list, size_t n,
+                                              const char *group, const char *version,
+                                              const char *kind, const struct catalog **which,
+                                              const struct catalog_fn **fn)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct catalog_version *v = catalog_find(list[i], group, version, kind, fn);
+		if (v) {
+			if (which)
+				*which = list[i];
+			return v;
+		}
+	}
+	return NULL;
+}
+
+char *catalog_api_group(const char *api, const char **version)
+{
+	const char *slash = strchr(api, '/');
+	*version = slash ? slash + 1 : api;
+	return slash ? xstrndup(api, (size_t)(slash - api)) : xstrdup("");
+}

@@ -74,6 +74,18 @@ const struct catalog_version *catalog_find(const struct catalog *c, const char *
                                            const char *version, const char *kind,
                                            const struct catalog_fn **fn);
 
+/* The first entry for group/version/kind in the catalogs list[0..n), searched in order (the
+ * KEP: the first match wins), or NULL; *which and *fn (each may be NULL) receive its
+ * catalog and function. */
+const struct catalog_version *catalog_resolve(const struct catalog *const *list, size_t n,
+                                              const char *group, const char *version,
+                                              const char *kind, const struct catalog **which,
+                                              const struct catalog_fn **fn);
+
+/* The group of an apiVersion ("example.com/v1" → "example.com"; "v1" → ""), a new string;
+ * *version points into api at the version. */
+char *catalog_api_group(const char *api, const char **version);
+
 /* The image reference a function of entry v runs as: "name@sha256:<hex>" when the entry has
  * a digest (its tag dropped: the digest is what runs), else the image as written. New
  * string. */

@@ -29,6 +29,8 @@ int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod gc [--dry-run] [--older-than D]`: deletes function pods no shim will delete. */
 int cmd_gc(int argc, char **argv, int *exit_code, struct err **err);
+/* `krmpod catalog view|validate ...`: what catalogs say and whether they are trusted. */
+int cmd_catalog(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod version`. */
 int cmd_version(int argc, char **argv, int *exit_code, struct err **err);
 

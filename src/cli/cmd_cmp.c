@@ -34,7 +34,7 @@ int cmd_init(int argc, char **argv, int *exit_code, struct err **err)
 int cmd_discover(int argc, char **argv, int *exit_code, struct err **err)
 {
 	bool found = false;
-	if (no_args(argc, argv, err) < 0 || cmp_discover(stdout, &found, err) < 0)
+	if (no_args(argc, argv, err) < 0 || cmp_discover(environ, stdout, &found, err) < 0)
 		return -1;
 	*exit_code = found ? 0 : 1; /* 1: not ours */
 	return 0;

@@ -40,6 +40,9 @@ static const struct role commands[] = {
         {"gc", cmd_gc, false,
          "gc [--dry-run] [--older-than D]     delete leftover function pods (finished, or past "
          "their deadline)"},
+        {"catalog", cmd_catalog, false,
+         "catalog view [DIR] | validate REF   function catalogs: what they say, whether "
+         "they are trusted (-o text|yaml|json)"},
         {"version", cmd_version, false, "version                           print the version"},
 };
 

@@ -18,6 +18,9 @@
 #include "base/log.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
+#include "catalog/catalog_store.h"
+#include "catalog/policy.h"
+#include "cmp/catalog_apply.h"
 #include "cmp/kustomization.h"
 #include "cmp/kustomize_run.h"
 #include "cmp/prestart.h"
@@ -116,37 +119,55 @@ static int write_temp_file(const char *prefix, const char *data, size_t len, cha
 	return 0;
 }
 
+/* What generate hands its shims through kustomize's environment. */
+struct shim_env {
+	bool level_given;            /* KRMPOD_LOG_LEVEL is set: keep it */
+	const char *shim_dir;        /* first on PATH */
+	long long deadline_epoch_ms; /* KRMPOD_DEADLINE_MS */
+	const char *template_file;   /* KRMPOD_POD_TEMPLATE, when prefetched */
+	const char *overrides_file;  /* KRMPOD_FN_OVERRIDES */
+	const char *prestart_dir;    /* KRMPOD_PRESTART_DIR */
+	const char *policy_file;     /* KRMPOD_POLICY_FILE */
+};
+
+/* Whether an environment entry is one generate sets itself (so the inherited one goes). */
+static bool replaced(const char *entry, const struct shim_env *se)
+{
+	static const char *const ours[] = {"PATH=", "KRMPOD_DEADLINE_MS=", "KRMPOD_FN_OVERRIDES=",
+	                                   "KRMPOD_PRESTART_DIR=", "KRMPOD_POLICY_FILE="};
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (strncmp(entry, ours[i], strlen(ours[i])) == 0)
+			return true;
+	return (!se->level_given && strncmp(entry, "KRMPOD_LOG_LEVEL=", 17) == 0) ||
+	       (se->template_file && strncmp(entry, "KRMPOD_POD_TEMPLATE=", 20) == 0);
+}
+
 /* kustomize's environment: ours, with the shim dir first on PATH, and for the shims
  * generate's deadline, its files and a log level (info when the user chose none). Nothing
  * else is added or removed: what a function sees is decided by the shim, which passes only
  * the variables the function's config names. */
-static char **kustomize_env(char *const *envp, bool level_given, const char *shim,
-                            long long deadline_epoch_ms, const char *template_file,
-                            const char *overrides_file, const char *prestart_dir)
+static char **kustomize_env(char *const *envp, const struct shim_env *se)
 {
 	size_t n = 0;
 	while (envp[n])
 		n++;
-	char **env = xcalloc(n + 7, sizeof(char *));
+	char **env = xcalloc(n + 8, sizeof(char *));
 	size_t k = 0;
 	/* The shims are quiet by default (kpt copies their stderr into its results); under
 	 * generate each function's line is wanted, unless the user chose a level. */
-	if (!level_given)
+	if (!se->level_given)
 		env[k++] = xstrdup("KRMPOD_LOG_LEVEL=info");
 	const char *path = settings_env(envp, "PATH");
-	env[k++] = xasprintf("PATH=%s:%s", shim, path && *path ? path : "/usr/bin:/bin");
-	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", deadline_epoch_ms);
-	if (template_file)
-		env[k++] = xasprintf("KRMPOD_POD_TEMPLATE=%s", template_file);
-	env[k++] = xasprintf("KRMPOD_FN_OVERRIDES=%s", overrides_file ? overrides_file : "");
-	env[k++] = xasprintf("KRMPOD_PRESTART_DIR=%s", prestart_dir ? prestart_dir : "");
+	env[k++] = xasprintf("PATH=%s:%s", se->shim_dir, path && *path ? path : "/usr/bin:/bin");
+	env[k++] = xasprintf("KRMPOD_DEADLINE_MS=%lld", se->deadline_epoch_ms);
+	if (se->template_file)
+		env[k++] = xasprintf("KRMPOD_POD_TEMPLATE=%s", se->template_file);
+	env[k++] =
+	        xasprintf("KRMPOD_FN_OVERRIDES=%s", se->overrides_file ? se->overrides_file : "");
+	env[k++] = xasprintf("KRMPOD_PRESTART_DIR=%s", se->prestart_dir ? se->prestart_dir : "");
+	env[k++] = xasprintf("KRMPOD_POLICY_FILE=%s", se->policy_file ? se->policy_file : "");
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(envp[i], "PATH=", 5) != 0 &&
-		    strncmp(envp[i], "KRMPOD_DEADLINE_MS=", 19) != 0 &&
-		    strncmp(envp[i], "KRMPOD_FN_OVERRIDES=", 20) != 0 &&
-		    strncmp(envp[i], "KRMPOD_PRESTART_DIR=", 20) != 0 &&
-		    (level_given || strncmp(envp[i], "KRMPOD_LOG_LEVEL=", 17) != 0) &&
-		    (template_file == NULL || strncmp(envp[i], "KRMPOD_POD_TEMPLATE=", 20) != 0))
+		if (!replaced(envp[i], se))
 			env[k++] = xstrdup(envp[i]);
 	return env;
 }
@@ -201,20 +222,6 @@ static int prefetch_template(struct settings *s, struct kube_config *cfg, char *
 	return write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
 }
 
-/* The shims' settings, resolved once for the whole render (fn_config.h), so that a bad
- * value fails here, before any pod exists. Without functions there is no cluster to ask:
- * the settings are only checked. */
-static int function_settings(char *const *envp, size_t n_fns, struct settings *fs,
-                             struct kube_config **cfg, struct err **err)
-{
-	if (n_fns == 0)
-		return settings_load_env(fs, envp, err);
-	if (fn_config_load(envp, fs, cfg, err) < 0)
-		return err_wrap(err, "generate: the kustomization runs functions, so krmpod needs "
-		                     "cluster credentials");
-	return 0;
-}
-
 static void free_strv(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -240,6 +247,10 @@ struct render {
 	struct kube_config *cfg;
 	struct shim_dir sd;
 	char *template_file, *overrides_file; /* handed to the shims, unlinked at the end */
+	struct catalog_store *store;          /* the catalogs, loaded once */
+	struct catalog_apply cat;             /* where kustomize builds, with catalogs applied */
+	struct policy policy;                 /* the image policy */
+	char *policy_file;                    /* ... handed to the shims */
 	struct prestart *pre;
 	char **env; /* kustomize's */
 	struct buf out;
@@ -261,29 +272,78 @@ static void render_free(struct render *r)
 	shim_dir_close(&r->sd);
 	unlink_free(r->template_file);
 	unlink_free(r->overrides_file);
+	unlink_free(r->policy_file);
+	policy_clear(&r->policy);
+	catalog_apply_free(&r->cat);
+	catalog_store_free(r->store);
 	free_strv(r->env);
 	buf_free(&r->out);
 	cmp_settings_clear(&r->cs);
+}
+
+/* The image policy (policy.h), checked for every function of the tree before kustomize
+ * runs, and handed to the shims as a file, which check it again. */
+static int check_policy(struct render *r, struct err **err)
+{
+	policy_init(&r->policy, &r->fs);
+	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest)
+		return 0;
+	if (r->fs.image_policy == IMAGE_POLICY_CATALOG &&
+	    catalog_store_admin_images(r->store, &r->policy, err) < 0)
+		return err_wrap(err, "generate: the image policy");
+	for (size_t i = 0; i < r->n_fns; i++)
+		policy_add_named(&r->policy, r->fns[i].image, r->fns[i].where);
+	for (size_t i = 0; i < r->n_fns; i++) {
+		const struct kfn *f = &r->fns[i];
+		if (policy_check(&r->policy, f->image, f->network, f->has_mounts, f->where, err) <
+		    0)
+			return err_wrap(err, "generate");
+	}
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	policy_write(&r->policy, &b);
+	return write_temp_file("krmpod-policy", b.data, b.len, &r->policy_file, err);
+}
+
+/* The catalogs, then the function configs of the tree as kustomize will read them. */
+static int functions(struct render *r, char *const *envp, struct err **err)
+{
+	if (need_kustomization("generate", err) < 0 || settings_load_env(&r->fs, envp, err) < 0)
+		return -1;
+	catalog_store_open(&r->fs, &signals_cancel, r->t0 + r->cs.timeout_ms, &r->store);
+	if (catalog_apply(&r->fs, r->store, &r->cat, err) < 0)
+		return err_wrap(err, "generate");
+	if (kustomization_functions(r->cat.work_dir, &r->fns, &r->n_fns, err) < 0)
+		return err_wrap(err, "generate: read the function configs");
+	if (check_policy(r, err) < 0)
+		return -1;
+	if (r->n_fns == 0) /* no cluster to ask: the settings were only checked */
+		return 0;
+	settings_clear(&r->fs);
+	if (fn_config_load(envp, &r->fs, &r->cfg, err) < 0)
+		return err_wrap(err, "generate: the kustomization runs functions, so krmpod needs "
+		                     "cluster credentials");
+	return 0;
 }
 
 /* Up to kustomize: the function configs, the shims' settings, their bin dir and files,
  * prestart, and kustomize's environment. */
 static int prepare(struct render *r, char *const *envp, struct err **err)
 {
-	if (need_kustomization("generate", err) < 0)
-		return -1;
-	if (kustomization_functions(".", &r->fns, &r->n_fns, err) < 0)
-		return err_wrap(err, "generate: read the function configs");
-	if (function_settings(envp, r->n_fns, &r->fs, &r->cfg, err) < 0 ||
-	    shim_dir_open(&r->cs, &r->sd, err) < 0 ||
+	if (functions(r, envp, err) < 0 || shim_dir_open(&r->cs, &r->sd, err) < 0 ||
 	    (r->cfg && prefetch_template(&r->fs, r->cfg, &r->template_file, err) < 0) ||
 	    collect_overrides(&r->fs, r->fns, r->n_fns, &r->overrides_file, err) < 0)
 		return -1;
 	if (r->cs.prestart && r->n_fns > 0 && prestart_new(&r->pre, err) < 0)
 		return -1;
-	r->env = kustomize_env(envp, r->cs.log_level_given, r->sd.path,
-	                       epoch_ms() + r->cs.timeout_ms, r->template_file, r->overrides_file,
-	                       prestart_dir(r->pre));
+	struct shim_env se = {.level_given = r->cs.log_level_given,
+	                      .shim_dir = r->sd.path,
+	                      .deadline_epoch_ms = epoch_ms() + r->cs.timeout_ms,
+	                      .template_file = r->template_file,
+	                      .overrides_file = r->overrides_file,
+	                      .prestart_dir = prestart_dir(r->pre),
+	                      .policy_file = r->policy_file};
+	r->env = kustomize_env(envp, &se);
 	/* Prestart resolves each pod from the very environment the shims will get. */
 	if (r->pre && prestart_begin(r->pre, r->fns, r->n_fns, r->cs.prestart_max,
 	                             r->cs.allow_network, r->env, r->cfg, err) < 0)
@@ -303,6 +363,7 @@ static int render(struct render *r, int out_fd, struct err **err)
 	        .deadline_name = deadline_name,
 	        .cancel = &signals_cancel,
 	        .keep = prestart_janitor(r->pre),
+	        .dir = r->cat.work_dir,
 	};
 	if (kustomize_run(&ko, &r->out, err) < 0)
 		return err_wrap(err, "generate");
@@ -379,7 +440,32 @@ int cmp_init(char *const *envp, struct err **err)
 	return rc;
 }
 
-int cmp_discover(FILE *out, bool *found, struct err **err)
+/* What discover prints for a tree that uses catalogs: its layers' catalogs, and the
+ * function configs a catalog would resolve. Returns whether there is any. */
+static bool discover_catalogs(const struct settings *s, FILE *out, const struct ktree *t)
+{
+	bool any = false;
+	for (size_t i = 0; i < t->n_layers; i++)
+		for (size_t c = 0; c < t->layers[i].n_catalogs; c++) {
+			fprintf(out, "%s: catalog %s\n", t->layers[i].where,
+			        t->layers[i].catalogs[c]);
+			any = true;
+		}
+	bool defaults = s->n_default_catalogs > 0;
+	for (size_t i = 0; i < t->n_docs; i++) {
+		const struct kdoc *d = &t->docs[i];
+		bool builtin = d->api_version && strncmp(d->api_version, "builtin", 7) == 0;
+		if (!d->has_runtime && d->kind && !builtin &&
+		    (defaults || t->layers[d->layer].n_catalogs > 0)) {
+			fprintf(out, "%s: function %s %s, from a catalog\n", d->where,
+			        d->api_version ? d->api_version : "", d->kind);
+			any = true;
+		}
+	}
+	return any;
+}
+
+int cmp_discover(char *const *envp, FILE *out, bool *found, struct err **err)
 {
 	*found = false;
 	if (kustomization_file(".") == NULL) {
@@ -392,11 +478,22 @@ int cmp_discover(FILE *out, bool *found, struct err **err)
 		return err_wrap(err, "discover");
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s: container function %s\n", fns[i].where, fns[i].image);
-	if (n == 0)
+	kustomization_functions_free(fns, n);
+	struct ktree t;
+	struct settings s;
+	if (settings_load_env(&s, envp, err) < 0)
+		return err_wrap(err, "discover");
+	if (kustomization_tree(".", &t, err) < 0) {
+		settings_clear(&s);
+		return err_wrap(err, "discover");
+	}
+	bool catalogs = discover_catalogs(&s, out, &t);
+	kustomization_tree_free(&t);
+	settings_clear(&s);
+	*found = n > 0 || catalogs;
+	if (!*found)
 		log_debug(
 		        "discover: the kustomization uses no containerized KRM functions: left to "
 		        "Argo CD's built-in kustomize");
-	kustomization_functions_free(fns, n);
-	*found = n > 0;
 	return 0;
 }

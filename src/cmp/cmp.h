@@ -13,8 +13,9 @@
  * cluster credentials load.
  *
  * discover: writes each containerized function of the kustomization tree ("WHERE:
- * container function IMAGE") to out; *found says whether there is any (else the
- * kustomization is left to Argo CD's built-in kustomize). No kustomization is *found
+ * container function IMAGE"), each catalog a layer lists and each function config a
+ * catalog would resolve (catalog_apply.h) to out; *found says whether there is any (else
+ * the kustomization is left to Argo CD's built-in kustomize). No kustomization is *found
  * false, not an error. */
 #ifndef KRMPOD_CMP_H
 #define KRMPOD_CMP_H
@@ -26,6 +27,6 @@
 
 int cmp_generate(char *const *envp, int out_fd, struct err **err);
 int cmp_init(char *const *envp, struct err **err);
-int cmp_discover(FILE *out, bool *found, struct err **err);
+int cmp_discover(char *const *envp, FILE *out, bool *found, struct err **err);
 
 #endif

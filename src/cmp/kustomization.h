@@ -39,4 +39,36 @@ struct kfn {
 int kustomization_functions(const char *dir, struct kfn **fns, size_t *n, struct err **err);
 void kustomization_functions_free(struct kfn *fns, size_t n);
 
+/* The same walk, for function catalogs (docs/catalogs.md): every layer, with the
+ * `catalogs:` it lists, and every function config document, with what it is. */
+struct klayer {
+	char *dir;       /* absolute */
+	char *kfile;     /* kustomization.yaml, kustomization.yml or Kustomization */
+	char *where;     /* "overlays/prod/kustomization.yaml", for messages */
+	char **catalogs; /* as written */
+	size_t n_catalogs;
+};
+
+struct kdoc {
+	size_t layer;      /* the layer whose kustomization lists it */
+	char *file;        /* the absolute path of the file holding it; NULL: inline entry */
+	const char *field; /* "generators", "transformers" or "validators" */
+	size_t entry;      /* its index in that list */
+	char *where;       /* "app/kustomization.yaml: transformers: fn.yaml", for messages */
+	char *api_version; /* NULL when absent */
+	char *kind;        /* NULL when absent */
+	bool has_runtime;  /* it carries a config.kubernetes.io/function annotation */
+	char *mounts;      /* its krmpod.dev/mounts annotation, or NULL */
+};
+
+struct ktree {
+	struct klayer *layers;
+	size_t n_layers;
+	struct kdoc *docs;
+	size_t n_docs;
+};
+
+int kustomization_tree(const char *dir, struct ktree *out, struct err **err);
+void kustomization_tree_free(struct ktree *t);
+
 #endif

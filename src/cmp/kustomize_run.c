@@ -127,6 +127,8 @@ static int spawn(const struct kustomize_opts *o, struct child *c, struct err **e
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	if (o->dir)
+		posix_spawn_file_actions_addchdir_np(&fa, o->dir);
 	posix_spawnattr_t attr;
 	posix_spawnattr_init(&attr);
 	sigset_t def;

@@ -37,6 +37,7 @@ struct kustomize_opts {
 	volatile sig_atomic_t *cancel; /* a signal number when the caller was signalled */
 	pid_t keep;                    /* a child of the caller's that is not kustomize's (the
 	                                  prestart janitor): never waited for; 0 for none */
+	const char *dir; /* kustomize's working directory (the shims inherit it); NULL: ours */
 };
 
 /* Runs kustomize to completion. Returns 0 when it exited 0, with its stdout in *out.

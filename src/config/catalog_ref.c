@@ -63,6 +63,14 @@ void catalog_ref_clear(struct catalog_ref *r)
 	memset(r, 0, sizeof(*r));
 }
 
+void catalog_ref_copy(const struct catalog_ref *r, struct catalog_ref *out)
+{
+	out->type = r->type;
+	out->text = xstrdup(r->text);
+	out->location = xstrdup(r->location);
+	out->pin = r->pin ? xstrdup(r->pin) : NULL;
+}
+
 int catalog_refs_parse_list(const char *text, const char *setting, struct catalog_ref **out,
                             size_t *n, struct err **err)
 {

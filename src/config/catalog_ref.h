@@ -34,6 +34,9 @@ int catalog_ref_parse(const char *text, const char *source, bool admin, struct c
                       struct err **err);
 void catalog_ref_clear(struct catalog_ref *r);
 
+/* A deep copy of r into *out. */
+void catalog_ref_copy(const struct catalog_ref *r, struct catalog_ref *out);
+
 /* Parses a comma-separated list (blanks around entries ignored, empty entries refused) into
  * a new array *out of *n admin references. `setting` names the variable. */
 int catalog_refs_parse_list(const char *text, const char *setting, struct catalog_ref **out,

@@ -13,9 +13,11 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
+#include "catalog/catalog_store.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "kube/kube_api.h"
@@ -186,6 +188,40 @@ static void check_network_policies(struct report *r, struct kube_client *c, cons
 		     invalid.data);
 }
 
+/* The admin's catalogs (fetched, pins checked) and the image policy. */
+static void check_catalogs(struct report *r, const struct settings *s,
+                           volatile sig_atomic_t *cancel)
+{
+	struct catalog_store *st = NULL;
+	catalog_store_open(s, cancel, now_ms() + 30000, &st);
+	size_t n = s->n_trusted_catalogs + s->n_default_catalogs;
+	for (size_t i = 0; i < n; i++) {
+		bool trusted = i < s->n_trusted_catalogs;
+		const struct catalog_ref *ref =
+		        trusted ? &s->trusted_catalogs[i]
+		                : &s->default_catalogs[i - s->n_trusted_catalogs];
+		const char *setting =
+		        trusted ? "KRMPOD_TRUSTED_CATALOGS" : "KRMPOD_DEFAULT_CATALOGS";
+		const struct catalog *c = NULL;
+		cleanup_err struct err *e = NULL;
+		if (catalog_store_load(st, ref, &c, &e) < 0)
+			line(r, "FAIL", "catalog %s (%s): %s", ref->text, setting, e->msg);
+		else
+			line(r, "ok", "catalog %s (%s): %s, %zu functions, %s%s", ref->text,
+			     setting, c->name, c->n_fns, c->digest,
+			     ref->pin ? " (the pin matches)" : "");
+	}
+	static const char *const modes[] = {"any", "catalog", "allowlist"};
+	if (s->image_policy == IMAGE_POLICY_ANY && !s->require_digest)
+		line(r, n ? "ok" : "WARN",
+		     "image policy: any image may run (KRMPOD_IMAGE_POLICY=any)%s",
+		     n ? "" : "; set KRMPOD_IMAGE_POLICY=catalog or allowlist to choose");
+	else
+		line(r, "ok", "image policy: %s%s", modes[s->image_policy],
+		     s->require_digest ? ", images by digest only (KRMPOD_REQUIRE_DIGEST)" : "");
+	catalog_store_free(st);
+}
+
 /* The checks that need the server, in the order a reader fixes them. */
 static void check_cluster(struct report *r, struct kube_config *cfg, struct kube_client *c,
                           struct settings *s)
@@ -218,6 +254,7 @@ int fn_doctor(char *const *envp, FILE *out, volatile sig_atomic_t *cancel, unsig
 	if (fn_config_load(envp, &s, &cfg, err) < 0)
 		return -1;
 	line(&r, "ok", "settings (KRMPOD_*)");
+	check_catalogs(&r, &s, cancel);
 	line(&r, "ok", "credentials: %s; server %s; functions namespace %s", cfg->source,
 	     cfg->server, s.namespace);
 	struct kube_client *c = NULL;

@@ -6,6 +6,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/http_util.h"
 #include "base/xalloc.h"
 
 #define CORE "/api/v1/namespaces/"
@@ -17,8 +18,8 @@ char *kube_api_pod_path(const char *ns, const char *pod)
 
 char *kube_api_pod_watch_path(const char *ns, const char *pod, const char *rv, int timeout_s)
 {
-	cleanup_free char *name = kube_query_escape(pod);
-	cleanup_free char *erv = kube_query_escape(rv);
+	cleanup_free char *name = url_query_escape(pod);
+	cleanup_free char *erv = url_query_escape(rv);
 	return xasprintf(CORE "%s/pods?watch=1&fieldSelector=metadata.name%%3D%s"
 	                      "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
 	                 ns, name, erv, timeout_s);
@@ -27,7 +28,7 @@ char *kube_api_pod_watch_path(const char *ns, const char *pod, const char *rv, i
 char *kube_api_started_events_watch_path(const char *ns, const char *pod_uid, int timeout_s)
 {
 	cleanup_free char *sel = xasprintf("involvedObject.uid=%s,reason=Started", pod_uid);
-	cleanup_free char *esel = kube_query_escape(sel);
+	cleanup_free char *esel = url_query_escape(sel);
 	return xasprintf(CORE "%s/events?watch=1&fieldSelector=%s&timeoutSeconds=%d", ns, esel,
 	                 timeout_s);
 }
@@ -35,7 +36,7 @@ char *kube_api_started_events_watch_path(const char *ns, const char *pod_uid, in
 char *kube_api_pod_log_path(const char *ns, const char *pod, const char *container,
                             size_t limit_bytes)
 {
-	cleanup_free char *c = kube_query_escape(container);
+	cleanup_free char *c = url_query_escape(container);
 	return xasprintf(CORE "%s/pods/%s/log?container=%s&limitBytes=%zu", ns, pod, c,
 	                 limit_bytes);
 }
@@ -43,7 +44,7 @@ char *kube_api_pod_log_path(const char *ns, const char *pod, const char *contain
 char *kube_api_pod_attach_path(const char *ns, const char *pod, const char *container,
                                bool want_stdin)
 {
-	cleanup_free char *c = kube_query_escape(container);
+	cleanup_free char *c = url_query_escape(container);
 	return xasprintf(CORE "%s/pods/%s/attach?container=%s&stdin=%s&stdout=true"
 	                      "&stderr=true&tty=false",
 	                 ns, pod, c, want_stdin ? "true" : "false");
@@ -119,7 +120,7 @@ int kube_api_pod_get(struct kube_client *c, const char *ns, const char *name, lo
 int kube_api_pod_list(struct kube_client *c, const char *ns, const char *label_selector,
                       struct json **out, struct err **err)
 {
-	cleanup_free char *sel = kube_query_escape(label_selector);
+	cleanup_free char *sel = url_query_escape(label_selector);
 	cleanup_free char *path = xasprintf(CORE "%s/pods?labelSelector=%s", ns, sel);
 	return kube_request(c, "GET", path, NULL, NULL, 0, NULL, out, err);
 }
@@ -127,7 +128,7 @@ int kube_api_pod_list(struct kube_client *c, const char *ns, const char *label_s
 int kube_api_podtemplate_get(struct kube_client *c, const char *ns, const char *name, long *status,
                              struct json **out, struct err **err)
 {
-	cleanup_free char *esc = kube_query_escape(name);
+	cleanup_free char *esc = url_query_escape(name);
 	cleanup_free char *path = xasprintf(CORE "%s/podtemplates/%s", ns, esc);
 	return kube_request(c, "GET", path, NULL, NULL, 0, status, out, err);
 }

@@ -35,6 +35,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/http_util.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
@@ -92,64 +93,31 @@ struct xfer {
 
 enum abort_reason { ABORT_NONE, ABORT_CANCEL, ABORT_DEADLINE };
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc;
-
-static void global_init(void)
-{
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-char *kube_query_escape(const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	struct buf b;
-	buf_init(&b, 0);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			buf_putc(&b, (char)*p);
-		} else {
-			buf_putc(&b, '%');
-			buf_putc(&b, hex[*p >> 4]);
-			buf_putc(&b, hex[*p & 15]);
-		}
-	}
-	return buf_steal(&b, NULL);
-}
-
 /* --- Errors ----------------------------------------------------------------------------- */
 
-/* What a status code is called: in HTTP, and as the Status reason the API server uses for
- * it (for answers that carry no Status). */
+/* The Status reason the API server uses for a status code (for answers that carry no
+ * Status); the HTTP phrase is base/http_util.c's. */
 static const struct {
 	long status;
-	const char *phrase, *reason;
+	const char *reason;
 } status_names[] = {
-        {400, "Bad Request", "BadRequest"},
-        {401, "Unauthorized", "Unauthorized"},
-        {403, "Forbidden", "Forbidden"},
-        {404, "Not Found", "NotFound"},
-        {405, "Method Not Allowed", "MethodNotAllowed"},
-        {406, "Not Acceptable", "NotAcceptable"},
-        {409, "Conflict", "Conflict"},
-        {410, "Gone", "Expired"},
-        {413, "Request Entity Too Large", "RequestEntityTooLarge"},
-        {415, "Unsupported Media Type", "UnsupportedMediaType"},
-        {422, "Unprocessable Entity", "Invalid"},
-        {429, "Too Many Requests", "TooManyRequests"},
-        {500, "Internal Server Error", "InternalError"},
-        {502, "Bad Gateway", ""},
-        {503, "Service Unavailable", "ServiceUnavailable"},
-        {504, "Gateway Timeout", "Timeout"},
+        {400, "BadRequest"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "NotFound"},
+        {405, "MethodNotAllowed"},
+        {406, "NotAcceptable"},
+        {409, "Conflict"},
+        {410, "Expired"},
+        {413, "RequestEntityTooLarge"},
+        {415, "UnsupportedMediaType"},
+        {422, "Invalid"},
+        {429, "TooManyRequests"},
+        {500, "InternalError"},
+        {502, ""},
+        {503, "ServiceUnavailable"},
+        {504, "Timeout"},
 };
-
-static const char *http_phrase(long status)
-{
-	for (size_t i = 0; i < sizeof(status_names) / sizeof(status_names[0]); i++)
-		if (status_names[i].status == status)
-			return status_names[i].phrase;
-	return "";
-}
 
 const char *kube_status_reason(long status)
 {
@@ -223,11 +191,11 @@ int kube_status_error(const char *method, const char *path, long status, const c
 
 	cleanup_buf struct buf text;
 	buf_init(&text, 0);
-	buf_printf(&text, "%ld %s: ", status, reason ? reason : http_phrase(status));
+	buf_printf(&text, "%ld %s: ", status, reason ? reason : http_status_phrase(status));
 	if (st) {
 		const char *message = json_str(json_get(st, "message"));
 		if (message == NULL || *message == '\0')
-			message = reason ? reason : http_phrase(status);
+			message = reason ? reason : http_status_phrase(status);
 		buf_puts(&text, message);
 		if (status == 400 || status == 422)
 			add_causes(&text, st, message);
@@ -423,10 +391,8 @@ static void share_init(void)
 
 int kube_client_new(struct kube_config *cfg, struct kube_client **out, struct err **err)
 {
-	pthread_once(&global_once, global_init);
-	if (global_rc != CURLE_OK)
-		return err_set(err, ERR_INTERNAL, "curl_global_init: %s",
-		               curl_easy_strerror(global_rc));
+	if (http_global_init(err) < 0)
+		return -1;
 	struct kube_client *c = xcalloc(1, sizeof(*c));
 	c->cfg = cfg;
 	c->curl = curl_easy_init();
@@ -763,11 +729,11 @@ static int retry_status(struct kube_client *c, const struct req *r, const struct
 		wait = RETRY_WAIT_CAP_MS;
 	if (!fits_deadline(c, wait)) {
 		log_info("%s %s: %ld %s; not retrying: the deadline comes first", r->method,
-		         r->path, x->status, http_phrase(x->status));
+		         r->path, x->status, http_status_phrase(x->status));
 		return 0;
 	}
 	log_info("%s %s: %ld %s; retrying in %lld ms%s (retry %d of %d)", r->method, r->path,
-	         x->status, http_phrase(x->status), (long long)wait,
+	         x->status, http_status_phrase(x->status), (long long)wait,
 	         hinted >= 0 ? " (Retry-After)" : "", retries + 1, MAX_RETRIES);
 	return retry_wait(c, r, wait, err) < 0 ? -1 : 1;
 }

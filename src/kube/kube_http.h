@@ -79,9 +79,6 @@ int kube_stream_get(struct kube_client *c, const char *path, kube_data_fn on_dat
 /* Number of HTTP requests this client has sent (retries included), for statistics. */
 unsigned kube_client_requests(const struct kube_client *c);
 
-/* Escapes s for use in a URL query value (RFC 3986 unreserved kept). Returns a new string. */
-char *kube_query_escape(const char *s);
-
 /* The pure parts of the error and retry handling, exported for unit tests. */
 
 /* Fills *err for a non-2xx answer as described at the top (ERR_API, http_status, reason,

@@ -12,6 +12,7 @@
 #include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/http_util.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/size_limits.h"
@@ -110,21 +111,6 @@ int kube_config_set_server(struct kube_config *cfg, const char *url, struct err 
 		n--;
 	cfg->server = xstrndup(url, n);
 	return 0;
-}
-
-/* The system CA bundle, in the usual places; NULL when there is none. */
-static const char *system_ca_file(void)
-{
-	static const char *const known[] = {
-	        "/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine, Arch */
-	        "/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
-	        "/etc/ssl/cert.pem",                  /* Alpine, macOS, BSDs */
-	        "/etc/ssl/ca-bundle.pem",             /* openSUSE */
-	};
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (access(known[i], R_OK) == 0)
-			return known[i];
-	return NULL;
 }
 
 void kube_config_ca(const struct kube_config *cfg, const char **pem, size_t *pem_len,

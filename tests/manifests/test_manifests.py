@@ -32,6 +32,7 @@ EXPECTED_OBJECTS = {
     ("ResourceQuota", FUNCTIONS_NS, "krmpod"),
     ("LimitRange", FUNCTIONS_NS, "krmpod"),
     ("Deployment", ARGOCD_NS, "argocd-repo-server"),
+    ("ConfigMap", ARGOCD_NS, "krmpod-catalogs"),
 }
 
 # Exactly what krmpod needs (design brief 3.3, README): nothing more.
@@ -77,6 +78,9 @@ EXPECTED_ENV = [
     {"name": "KRMPOD_ALLOW_NETWORK", "value": "false"},
     # the function pods' mounts helper: the sidecar's own image (kept equal under a pin)
     {"name": "KRMPOD_HELPER_IMAGE", "value": IMAGE + ":latest"},
+    # function catalogs (docs/catalogs.md): the admin's, from the ConfigMap below
+    {"name": "KRMPOD_DEFAULT_CATALOGS", "value": "/etc/krmpod/catalogs/catalog.yaml"},
+    {"name": "KRMPOD_IMAGE_POLICY", "value": "any"},
 ]
 
 EXPECTED_MOUNTS = [
@@ -84,6 +88,7 @@ EXPECTED_MOUNTS = [
     {"name": "plugins", "mountPath": "/home/argocd/cmp-server/plugins"},
     {"name": "krmpod-tmp", "mountPath": "/tmp"},
     {"name": "krmpod-token", "mountPath": SA_DIR, "readOnly": True},
+    {"name": "krmpod-catalogs", "mountPath": "/etc/krmpod/catalogs", "readOnly": True},
 ]
 
 EXPECTED_TOKEN_SOURCES = [
@@ -301,7 +306,8 @@ def test_partial_deployment_names_only_krmpod_fields(rendered):
     spec = d["spec"]["template"]["spec"]
     assert set(spec) == {"automountServiceAccountToken", "containers", "volumes"}
     assert [c["name"] for c in spec["containers"]] == ["krmpod"]
-    assert [v["name"] for v in spec["volumes"]] == ["krmpod-tmp", "krmpod-token"]
+    assert [v["name"] for v in spec["volumes"]] == ["krmpod-tmp", "krmpod-token",
+                                                     "krmpod-catalogs"]
 
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
@@ -329,7 +335,7 @@ def test_image_pin_by_tag_in_an_overlay_reaches_the_helper_image(tmp_path):
     assert helper_image(docs) == IMAGE + ":v1.2.3"
     # nothing else is taken for an image
     assert [e for e in sidecar(docs)["env"] if e["name"] != "KRMPOD_HELPER_IMAGE"] == \
-        EXPECTED_ENV[:-1]
+        [e for e in EXPECTED_ENV if e["name"] != "KRMPOD_HELPER_IMAGE"]
 
 
 def test_image_pin_by_digest_in_manifests_kustomization_takes_effect(tmp_path):
@@ -358,7 +364,8 @@ def merged(tmp_path):
         "components": [rel(os.path.join(MANIFESTS, "repo-server"), tmp_path)],
     }, {"upstream.yaml": UPSTREAM_REPO_SERVER})
     docs = kustomize(path)
-    assert [key(d) for d in docs] == [("Deployment", ARGOCD_NS, "argocd-repo-server")]
+    assert sorted(key(d) for d in docs) == [("ConfigMap", ARGOCD_NS, "krmpod-catalogs"),
+                                            ("Deployment", ARGOCD_NS, "argocd-repo-server")]
     return docs
 
 
@@ -373,7 +380,7 @@ def test_component_adds_the_sidecar_and_keeps_argocd(merged):
     assert spec["automountServiceAccountToken"] is False
     names = [v["name"] for v in spec["volumes"]]
     assert sorted(names) == sorted([v["name"] for v in upstream["volumes"]] +
-                                   ["krmpod-tmp", "krmpod-token"])
+                                   ["krmpod-tmp", "krmpod-token", "krmpod-catalogs"])
 
 
 def test_component_image_pin_reaches_the_helper_image(tmp_path):
@@ -535,3 +542,24 @@ def test_documented_install_commands_use_server_side_apply_as_krmpod():
     assert applies, "docs/install.md shows no `kubectl apply ... -k manifests...` command"
     bad = [l for l in applies if "--server-side" not in l or "--field-manager=krmpod" not in l]
     assert bad == []
+
+
+# ---------------------------------------------------------------------------- catalogs
+
+def test_shipped_catalog_is_valid_and_named_by_the_sidecar(rendered, tmp_path):
+    """The admin's catalog the manifests ship (docs/catalogs.md) passes krmpod's own
+    validation, and the sidecar's KRMPOD_DEFAULT_CATALOGS names the file its ConfigMap
+    mount holds."""
+    cm = one(rendered, "ConfigMap", "krmpod-catalogs")
+    mount = [m for m in sidecar(rendered)["volumeMounts"] if m["name"] == "krmpod-catalogs"][0]
+    env = {e["name"]: e.get("value") for e in sidecar(rendered)["env"]}
+    assert env["KRMPOD_DEFAULT_CATALOGS"] == mount["mountPath"] + "/catalog.yaml"
+    volume = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "krmpod-catalogs"][0]
+    assert volume["configMap"]["name"] == cm["metadata"]["name"]
+    path = tmp_path / "catalog.yaml"
+    path.write_text(cm["data"]["catalog.yaml"])
+    krmpod = os.path.join(ROOT, "build", "krmpod")
+    r = subprocess.run([krmpod, "catalog", "validate", str(path)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"catalog krmpod-admin-catalog (Catalog), sha256:" in r.stdout, r.stdout

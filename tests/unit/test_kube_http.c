@@ -149,13 +149,13 @@ TEST(retry_after)
 
 TEST(query_escape)
 {
-	char *s = kube_query_escape("metadata.name=krmpod-fn_x~1");
+	char *s = url_query_escape("metadata.name=krmpod-fn_x~1");
 	CHECK_STR(s, "metadata.name%3Dkrmpod-fn_x~1");
 	free(s);
-	s = kube_query_escape("a b/&?#%\xc3\xa9");
+	s = url_query_escape("a b/&?#%\xc3\xa9");
 	CHECK_STR(s, "a%20b%2F%26%3F%23%25%C3%A9");
 	free(s);
-	s = kube_query_escape("");
+	s = url_query_escape("");
 	CHECK_STR(s, "");
 	free(s);
 }

@@ -1,0 +1,23 @@
+/* http_util.h — what the two HTTP clients (kube/, registry/) share: libcurl's one-time
+ * global set-up, URL query escaping, the HTTP reason phrases and the system CA bundle. */
+#ifndef KRMPOD_HTTP_UTIL_H
+#define KRMPOD_HTTP_UTIL_H
+
+#include "base/err.h"
+
+/* curl_global_init, once per process, from any thread. Fails with ERR_INTERNAL naming
+ * libcurl's reason (every later call fails the same way). */
+int http_global_init(struct err **err);
+
+/* Escapes s for a URL query value (RFC 3986 unreserved characters kept, the rest %XX).
+ * Returns a new string. */
+char *url_query_escape(const char *s);
+
+/* The reason phrase of an HTTP status ("Not Found"); "" for one not in the table. */
+const char *http_status_phrase(long status);
+
+/* The system CA bundle, in the usual places of Linux distributions and BSDs; NULL when
+ * there is none. */
+const char *system_ca_file(void);
+
+#endif

@@ -1,0 +1,326 @@
+/* registry_auth.c — see registry_auth.h. */
+#include "registry/registry_auth.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <mbedtls/base64.h>
+
+#include "base/base64.h"
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/http_util.h"
+#include "base/json.h"
+#include "base/size_limits.h"
+#include "base/xalloc.h"
+
+#define DOCKER_HUB      "docker.io"
+#define DOCKER_HUB_HOST "registry-1.docker.io"
+
+void registry_creds_clear(struct registry_creds *c)
+{
+	if (c->password) {
+		explicit_bzero(c->password, strlen(c->password));
+		free(c->password);
+	}
+	free(c->user);
+	c->user = c->password = NULL;
+}
+
+const char *registry_host(const char *registry)
+{
+	return strcmp(registry, DOCKER_HUB) == 0 ? DOCKER_HUB_HOST : registry;
+}
+
+/* --- dockerconfigjson ------------------------------------------------------------------- */
+
+/* Whether an `auths` key names registry: compared without scheme and path, and for Docker
+ * Hub any of its names. */
+static bool key_names(const char *key, const char *registry)
+{
+	if (strncasecmp(key, "https://", 8) == 0)
+		key += 8;
+	else if (strncasecmp(key, "http://", 7) == 0)
+		key += 7;
+	size_t n = strcspn(key, "/");
+	if (strcmp(registry, DOCKER_HUB) != 0)
+		return strlen(registry) == n && strncasecmp(key, registry, n) == 0;
+	static const char *const hub[] = {DOCKER_HUB, "index.docker.io", DOCKER_HUB_HOST};
+	for (size_t i = 0; i < sizeof(hub) / sizeof(hub[0]); i++)
+		if (strlen(hub[i]) == n && strncasecmp(key, hub[i], n) == 0)
+			return true;
+	return false;
+}
+
+/* The credentials of one `auths` entry. */
+static int entry_creds(const struct json *entry, const char *what, const char *key,
+                       struct registry_creds *out, struct err **err)
+{
+	const char *auth = json_str(json_get(entry, "auth"));
+	if (auth && *auth) {
+		cleanup_free char *field = xasprintf("%s: auths.\"%s\".auth", what, key);
+		cleanup_free char *plain = NULL;
+		size_t len = 0;
+		if (base64_decode(auth, strlen(auth), field, &plain, &len, err) < 0)
+			return -1;
+		const char *colon = memchr(plain, ':', len);
+		int rc = 0;
+		if (colon == NULL || colon == plain)
+			rc = err_set(err, ERR_CONFIG, "%s is not the base64 of user:password",
+			             field);
+		else
+			*out = (struct registry_creds){
+			        .user = xstrndup(plain, (size_t)(colon - plain)),
+			        .password = xstrndup(colon + 1, len - (size_t)(colon + 1 - plain))};
+		explicit_bzero(plain, len);
+		return rc;
+	}
+	const char *user = json_str(json_get(entry, "username"));
+	const char *password = json_str(json_get(entry, "password"));
+	if (user == NULL || *user == '\0' || password == NULL)
+		return err_set(err, ERR_CONFIG,
+		               "%s: auths.\"%s\" has no credentials: krmpod reads \"auth\" (base64 "
+		               "of user:password) or \"username\" and \"password\"",
+		               what, key);
+	out->user = xstrdup(user);
+	out->password = xstrdup(password);
+	return 0;
+}
+
+int registry_auth_lookup(const char *text, size_t len, const char *what, const char *registry,
+                         struct registry_creds *out, struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_json struct json *doc = NULL;
+	if (json_parse(text, len, what, &doc, err) < 0) {
+		if (err)
+			(*err)->code = ERR_CONFIG;
+		return -1;
+	}
+	const struct json *auths = json_get(doc, "auths");
+	if (json_type(auths) != JSON_OBJECT)
+		return err_set(err, ERR_CONFIG,
+		               "%s is not a dockerconfigjson: it has no \"auths\" object", what);
+	for (size_t i = 0; i < json_len(auths); i++) {
+		const char *key = json_key_at(auths, i);
+		if (!key_names(key, registry))
+			continue;
+		if (json_type(json_at(auths, i)) != JSON_OBJECT)
+			return err_set(err, ERR_CONFIG, "%s: auths.\"%s\" is not an object", what,
+			               key);
+		return entry_creds(json_at(auths, i), what, key, out, err) < 0 ? -1 : 1;
+	}
+	return 0;
+}
+
+int registry_auth_load(const char *path, const char *registry, struct registry_creds *out,
+                       struct err **err)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	memset(out, 0, sizeof(*out));
+	if (buf_read_file(path, LIMIT_REGISTRY_AUTH_FILE, "registry auth file", ERR_CONFIG, &text,
+	                  &len, err) < 0)
+		return -1;
+	cleanup_free char *what = xasprintf("registry auth file %s", path);
+	int rc = registry_auth_lookup(text, len, what, registry, out, err);
+	explicit_bzero(text, len);
+	return rc;
+}
+
+char *registry_auth_basic(const struct registry_creds *c)
+{
+	cleanup_free char *plain = xasprintf("%s:%s", c->user, c->password);
+	size_t n = strlen(plain), cap = 4 * ((n + 2) / 3) + 1, written = 0;
+	char *out = xmalloc(6 + cap);
+	memcpy(out, "Basic ", 6);
+	/* Fails only when the output does not fit, and cap always fits. */
+	(void)mbedtls_base64_encode((unsigned char *)out + 6, cap, &written,
+	                            (const unsigned char *)plain, n);
+	out[6 + written] = '\0';
+	explicit_bzero(plain, n);
+	return out;
+}
+
+/* --- WWW-Authenticate ------------------------------------------------------------------- */
+
+/* RFC 9110's tchar, plus '/' and '=' inside token68-like plain values. */
+static bool tchar(char c)
+{
+	return isalnum((unsigned char)c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* Reads a value at *pp (a quoted string or a plain token) into a new string; NULL (with
+ * *why) when it is malformed. */
+static char *read_value(const char **pp, const char **why)
+{
+	const char *p = *pp;
+	struct buf v;
+	buf_init(&v, 0);
+	if (*p != '"') {
+		while (*p && *p != ',' && *p != ' ' && *p != '\t')
+			buf_putc(&v, *p++);
+	} else {
+		for (p++; *p != '"'; p++) {
+			if (*p == '\\' && p[1])
+				p++;
+			if (*p == '\0') {
+				buf_free(&v);
+				*why = "a quoted value does not end";
+				return NULL;
+			}
+			buf_putc(&v, *p);
+		}
+		p++;
+	}
+	*pp = p;
+	return buf_steal(&v, NULL);
+}
+
+/* Stores one parameter's value when it is one we use. */
+static void keep_param(struct registry_challenge *c, const char *name, size_t n, char *value)
+{
+	char **slot = NULL;
+	if (n == 5 && strncasecmp(name, "realm", 5) == 0)
+		slot = &c->realm;
+	else if (n == 7 && strncasecmp(name, "service", 7) == 0)
+		slot = &c->service;
+	else if (n == 5 && strncasecmp(name, "scope", 5) == 0)
+		slot = &c->scope;
+	if (slot && *slot == NULL) {
+		*slot = value;
+		return;
+	}
+	free(value);
+}
+
+/* Parses the parameters after the scheme; returns what is wrong, or NULL. */
+static const char *parse_params(const char *p, struct registry_challenge *c)
+{
+	for (;;) {
+		while (*p == ',' || *p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			return NULL;
+		const char *name = p;
+		while (tchar(*p))
+			p++;
+		size_t n = (size_t)(p - name);
+		if (n == 0)
+			return "expected a parameter name";
+		p = skip_ws(p);
+		if (*p != '=')
+			return NULL; /* the next challenge begins: only the first one is read */
+		p = skip_ws(p + 1);
+		const char *why = NULL;
+		char *value = read_value(&p, &why);
+		if (value == NULL)
+			return why;
+		keep_param(c, name, n, value);
+		p = skip_ws(p);
+		if (*p != ',' && *p != '\0')
+			return "expected a ',' between parameters";
+	}
+}
+
+int registry_challenge_parse(const char *value, struct registry_challenge *out, struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	const char *p = skip_ws(value ? value : ""), *scheme = p;
+	while (tchar(*p))
+		p++;
+	const char *why = NULL;
+	if (p == scheme)
+		why = "it has no scheme";
+	else if (*p != '\0' && *p != ' ' && *p != '\t')
+		why = "the scheme is not a token";
+	if (why == NULL) {
+		out->scheme = xstrndup(scheme, (size_t)(p - scheme));
+		why = parse_params(p, out);
+	}
+	if (why == NULL)
+		return 0;
+	registry_challenge_clear(out);
+	return err_set(err, ERR_NET, "bad WWW-Authenticate header \"%s\": %s", value ? value : "",
+	               why);
+}
+
+void registry_challenge_clear(struct registry_challenge *c)
+{
+	free(c->scheme);
+	free(c->realm);
+	free(c->service);
+	free(c->scope);
+	memset(c, 0, sizeof(*c));
+}
+
+/* --- The token request ------------------------------------------------------------------ */
+
+static char *token_url(const struct registry_challenge *ch, const char *default_scope)
+{
+	struct buf url;
+	buf_init(&url, 0);
+	buf_puts(&url, ch->realm);
+	char sep = strchr(ch->realm, '?') ? '&' : '?';
+	const char *scope = ch->scope ? ch->scope : default_scope;
+	if (ch->service) {
+		cleanup_free char *v = url_query_escape(ch->service);
+		buf_printf(&url, "%cservice=%s", sep, v);
+		sep = '&';
+	}
+	if (scope) {
+		cleanup_free char *v = url_query_escape(scope);
+		buf_printf(&url, "%cscope=%s", sep, v);
+	}
+	return buf_steal(&url, NULL);
+}
+
+int registry_auth_token(struct registry_http *h, const struct registry_challenge *ch,
+                        const char *default_scope, const struct registry_creds *creds, char **token,
+                        struct err **err)
+{
+	if (ch->realm == NULL || *ch->realm == '\0')
+		return err_set(err, ERR_NET, "the registry's Bearer challenge names no realm");
+	cleanup_free char *url = token_url(ch, default_scope);
+	cleanup_free char *basic = creds && creds->user ? registry_auth_basic(creds) : NULL;
+	struct registry_get g = {
+	        .url = url,
+	        .authorization = basic,
+	        .accept = "application/json",
+	        .max_bytes = LIMIT_REGISTRY_TOKEN,
+	        .follow = true,
+	};
+	struct registry_response r;
+	registry_response_init(&r);
+	int rc = registry_http_get(h, &g, &r, err);
+	if (basic)
+		explicit_bzero(basic, strlen(basic));
+	if (rc == 0 && (r.status < 200 || r.status > 299))
+		rc = registry_http_status_error(url, &r, ERR_NET, err);
+	cleanup_json struct json *doc = NULL;
+	if (rc == 0 &&
+	    json_parse(r.body.data ? r.body.data : "", r.body.len, "token answer", &doc, err) < 0) {
+		rc = err_wrap(err, "GET %s", url);
+		if (err)
+			(*err)->code = ERR_NET;
+	}
+	registry_response_free(&r);
+	if (rc < 0)
+		return -1;
+	const char *t = json_str(json_get(doc, "token"));
+	if (t == NULL || *t == '\0')
+		t = json_str(json_get(doc, "access_token"));
+	if (t == NULL || *t == '\0')
+		return err_set(err, ERR_NET, "GET %s: the answer has no \"token\"", url);
+	*token = xstrdup(t);
+	return 0;
+}

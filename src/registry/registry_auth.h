@@ -1,0 +1,71 @@
+/* registry_auth.h — registry credentials and challenges: the dockerconfigjson lookup, the
+ * WWW-Authenticate parser and the token request of the distribution token flow
+ * (docs/internals/registry.md). The parsers are pure, for unit tests.
+ */
+#ifndef KRMPOD_REGISTRY_AUTH_H
+#define KRMPOD_REGISTRY_AUTH_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "registry/registry.h"
+#include "registry/registry_http.h"
+
+/* A user name and password; both NULL when there are none. */
+struct registry_creds {
+	char *user;
+	char *password;
+};
+
+/* Frees the strings (the password wiped first). */
+void registry_creds_clear(struct registry_creds *c);
+
+/* The host a registry is reached at: "registry-1.docker.io" for "docker.io", else the
+ * registry itself. Borrowed (from registry or static). */
+const char *registry_host(const char *registry);
+
+/* Looks registry ("host[:port]", Docker Hub as "docker.io") up in a dockerconfigjson's text
+ * (`what` names it in errors): the first key of `auths` that names it, with or without a
+ * scheme and a path ("https://index.docker.io/v1/", "docker.io" and "registry-1.docker.io"
+ * all name Docker Hub). Its credentials are `auth` (base64 of user:password) or else
+ * `username` and `password`. Returns 1 with *out filled, 0 when the file has no entry for
+ * the registry, -1 with ERR_CONFIG for a file that is not a dockerconfigjson or an entry
+ * without usable credentials. */
+int registry_auth_lookup(const char *text, size_t len, const char *what, const char *registry,
+                         struct registry_creds *out, struct err **err);
+
+/* registry_auth_lookup on the file at path (at most LIMIT_REGISTRY_AUTH_FILE bytes; an
+ * unreadable file is ERR_CONFIG naming it). */
+int registry_auth_load(const char *path, const char *registry, struct registry_creds *out,
+                       struct err **err);
+
+/* "Basic <base64 of user:password>". A new string. */
+char *registry_auth_basic(const struct registry_creds *c);
+
+/* One challenge of a WWW-Authenticate header: its scheme ("Bearer", "Basic"; as sent) and
+ * the parameters the token flow uses (NULL when absent). */
+struct registry_challenge {
+	char *scheme;
+	char *realm;
+	char *service;
+	char *scope;
+};
+
+/* Parses the first challenge of a WWW-Authenticate value: a scheme, then name=value
+ * parameters separated by commas, values plain tokens or quoted strings (which may hold
+ * commas and backslash escapes); names are matched without regard to case. Fails with
+ * ERR_NET naming what is wrong. */
+int registry_challenge_parse(const char *value, struct registry_challenge *out, struct err **err);
+void registry_challenge_clear(struct registry_challenge *c);
+
+/* The token flow's request: GET realm?service=…&scope=… (URL-escaped; scope defaults to
+ * default_scope when the challenge names none), with creds as Basic authentication when
+ * there are some (NULL: anonymous), and reads "token" (or "access_token") from the JSON
+ * answer (at most LIMIT_REGISTRY_TOKEN bytes) into *token (a new string). A realm that is
+ * not https is refused (ERR_CONFIG, from registry_http_get). A non-2xx answer is ERR_NET with
+ * err->http_status set. */
+int registry_auth_token(struct registry_http *h, const struct registry_challenge *ch,
+                        const char *default_scope, const struct registry_creds *creds, char **token,
+                        struct err **err);
+
+#endif

@@ -1,0 +1,169 @@
+/* registry_session.c — see registry_session.h. */
+#include "registry/registry_session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/xalloc.h"
+
+int registry_session_open(const struct registry_opts *o, const struct oci_ref *ref,
+                          struct registry_session *s, struct err **err)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	if (registry_http_new(o, &s->http, err) < 0)
+		return -1;
+	s->registry = xstrdup(ref->registry);
+	s->repository = xstrdup(ref->repository);
+	s->base = xasprintf("%s://%s/v2/%s/", o->plain_http ? "http" : "https",
+	                    registry_host(ref->registry), ref->repository);
+	return 0;
+}
+
+void registry_session_close(struct registry_session *s)
+{
+	registry_http_free(s->http);
+	free(s->registry);
+	free(s->repository);
+	free(s->base);
+	if (s->authorization) {
+		explicit_bzero(s->authorization, strlen(s->authorization));
+		free(s->authorization);
+	}
+	registry_creds_clear(&s->creds);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The registry wants credentials that we do not have; detail says what it answered. */
+static int need_credentials(const struct registry_session *s, const char *detail, struct err **err)
+{
+	if (s->o->auth_file == NULL)
+		err_set(err, ERR_CONFIG,
+		        "the registry %s requires credentials: set KRMPOD_REGISTRY_AUTH to a "
+		        "dockerconfigjson that has them (%s)",
+		        s->registry, detail);
+	else
+		err_set(err, ERR_CONFIG,
+		        "the registry %s requires credentials: the registry auth file %s "
+		        "(KRMPOD_REGISTRY_AUTH) has none for it (%s)",
+		        s->registry, s->o->auth_file, detail);
+	if (err)
+		(*err)->http_status = 401;
+	return -1;
+}
+
+/* The registry (or its token service) said no: to our credentials, or to none. */
+static int denied(const struct registry_session *s, const char *detail, struct err **err)
+{
+	if (s->creds.user == NULL)
+		return need_credentials(s, detail, err);
+	err_set(err, ERR_CONFIG,
+	        "the registry %s refused the credentials for it in %s (KRMPOD_REGISTRY_AUTH): %s",
+	        s->registry, s->o->auth_file, detail);
+	if (err)
+		(*err)->http_status = 401;
+	return -1;
+}
+
+static int load_creds(struct registry_session *s, struct err **err)
+{
+	if (s->creds_loaded || s->o->auth_file == NULL)
+		return 0;
+	s->creds_loaded = true;
+	return registry_auth_load(s->o->auth_file, s->registry, &s->creds, err) < 0 ? -1 : 0;
+}
+
+static void set_authorization(struct registry_session *s, char *value)
+{
+	if (s->authorization) {
+		explicit_bzero(s->authorization, strlen(s->authorization));
+		free(s->authorization);
+	}
+	s->authorization = value;
+}
+
+/* The token flow: a token for the challenge's scope, with our credentials if any. */
+static int bearer(struct registry_session *s, const struct registry_challenge *ch, struct err **err)
+{
+	cleanup_free char *scope = xasprintf("repository:%s:pull", s->repository);
+	cleanup_free char *token = NULL;
+	cleanup_err struct err *e = NULL;
+	if (registry_auth_token(s->http, ch, scope, &s->creds, &token, &e) < 0) {
+		if (e && (e->http_status == 401 || e->http_status == 403))
+			return denied(s, e->msg, err);
+		if (err) {
+			*err = e;
+			e = NULL;
+		}
+		return -1;
+	}
+	set_authorization(s, xasprintf("Bearer %s", token));
+	explicit_bzero(token, strlen(token));
+	return 0;
+}
+
+/* Answers a 401 as its challenge says. */
+static int authorize(struct registry_session *s, const char *url, const struct registry_response *r,
+                     struct err **err)
+{
+	if (r->challenge.len == 0)
+		return err_set(err, ERR_NET,
+		               "GET %s: 401 Unauthorized without a WWW-Authenticate "
+		               "challenge",
+		               url);
+	struct registry_challenge ch;
+	if (registry_challenge_parse(r->challenge.data, &ch, err) < 0)
+		return err_wrap(err, "GET %s", url);
+	int rc = load_creds(s, err);
+	if (rc == 0 && strcasecmp(ch.scheme, "Bearer") == 0) {
+		rc = bearer(s, &ch, err);
+	} else if (rc == 0 && strcasecmp(ch.scheme, "Basic") == 0) {
+		if (s->creds.user == NULL)
+			rc = need_credentials(s, "it asks for Basic authentication", err);
+		else
+			set_authorization(s, registry_auth_basic(&s->creds));
+	} else if (rc == 0) {
+		rc = err_set(err, ERR_NET,
+		             "GET %s: the registry asks for %s authentication, which "
+		             "krmpod does not speak",
+		             url, ch.scheme);
+	}
+	registry_challenge_clear(&ch);
+	return rc;
+}
+
+int registry_session_get(struct registry_session *s, const char *path, const char *accept,
+                         size_t max_bytes, struct registry_response *r, char **url_out,
+                         struct err **err)
+{
+	cleanup_free char *url = xasprintf("%s%s", s->base, path);
+	for (int round = 0;; round++) {
+		struct registry_get g = {
+		        .url = url,
+		        .authorization = s->authorization,
+		        .accept = accept,
+		        .max_bytes = max_bytes,
+		        .follow = true,
+		};
+		if (registry_http_get(s->http, &g, r, err) < 0)
+			return -1;
+		if (r->status != 401)
+			break;
+		if (round > 0) {
+			cleanup_err struct err *e = NULL;
+			registry_http_status_error(url, r, ERR_CONFIG, &e);
+			return denied(s, e->msg, err);
+		}
+		log_debug("GET %s: 401; authenticating", url);
+		if (authorize(s, url, r, err) < 0)
+			return -1;
+	}
+	if (url_out) {
+		*url_out = url;
+		url = NULL;
+	}
+	return 0;
+}

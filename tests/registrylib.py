@@ -1,0 +1,455 @@
+"""A real container registry for the tests: Debian's `docker-registry` (distribution 2.8)
+on 127.0.0.1, on a free port, with TLS from a CA of its own (made with the openssl CLI),
+storage in a temporary directory, and optionally htpasswd or token authentication.
+
+    pki = Pki(tmpdir)                           # a CA and a server certificate, shared
+    with Registry(pki, auth="htpasswd", users={"user": "pass"}) as reg:
+        manifest, layer = reg.push_artifact("fns/catalog", "v1", MEDIA_TYPE, b"...")
+        ...
+
+auth: None (anonymous), "htpasswd" (Basic) or "token" (the distribution token flow, with a
+TokenServer below: RS256 JWTs signed with `openssl dgst -sha256 -sign`, the signing
+certificate in the JWT's `x5c` header and in the registry's `rootcertbundle`).
+
+The pushes go over http.client with the CA: blobs by the two-step upload (POST, then PUT
+with the digest), manifests by PUT. Only the standard library and the openssl CLI.
+Debian's package may also run a system registry on port 5000; nothing here uses it.
+"""
+import base64
+import gzip
+import hashlib
+import http.client
+import http.server
+import io
+import json
+import os
+import secrets
+import shutil
+import socket
+import ssl
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from urllib.parse import parse_qs, urlsplit
+
+REGISTRY_BIN = "/usr/bin/docker-registry"
+HTPASSWD_BIN = "/usr/bin/htpasswd"
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+TOKEN_SERVICE = "krmpod-test-registry"
+TOKEN_ISSUER = "krmpod-test-token-issuer"
+
+
+def sha256_digest(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _openssl(args, **kw):
+    return subprocess.run(["openssl"] + args, check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, **kw)
+
+
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class Pki:
+    """A CA and a server certificate for 127.0.0.1/::1/localhost in `state`, like
+    tests/kubesim/kubesim_lib/pki.py; ca, cert, key are file paths."""
+
+    def __init__(self, state):
+        os.makedirs(state, exist_ok=True)
+        self.ca = os.path.join(state, "ca.crt")
+        ca_key = os.path.join(state, "ca.key")
+        _openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                  "-nodes", "-keyout", ca_key, "-out", self.ca, "-days", "2",
+                  "-subj", "/CN=krmpod-test-registry-ca"])
+        ext = os.path.join(state, "server.ext")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n"
+                    "extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n")
+        self.key = os.path.join(state, "server.key")
+        self.cert = os.path.join(state, "server.crt")
+        csr = os.path.join(state, "server.csr")
+        _openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                  "-keyout", self.key, "-out", csr, "-subj", "/CN=krmpod-test-registry"])
+        _openssl(["x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", ca_key,
+                  "-CAcreateserial", "-out", self.cert, "-days", "2", "-extfile", ext])
+
+    def client_context(self):
+        return ssl.create_default_context(cafile=self.ca)
+
+    def server_context(self):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.cert, self.key)
+        return ctx
+
+
+class TokenSigner:
+    """An RSA key and a self-signed certificate for it (the registry's rootcertbundle);
+    signs JWTs as distribution 2.8 verifies them (RS256, the certificate in x5c)."""
+
+    def __init__(self, state):
+        self.key = os.path.join(state, "token.key")
+        self.cert = os.path.join(state, "token.crt")
+        _openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.key,
+                  "-out", self.cert, "-days", "2", "-subj", "/CN=krmpod-test-token-signer"])
+        der = _openssl(["x509", "-in", self.cert, "-outform", "DER"]).stdout
+        self.x5c = base64.b64encode(der).decode()
+
+    def token(self, subject, access, ttl=300):
+        """A JWT for `access`: [(type, name, [actions])]."""
+        now = int(time.time())
+        header = {"typ": "JWT", "alg": "RS256", "x5c": [self.x5c]}
+        claims = {"iss": TOKEN_ISSUER, "sub": subject, "aud": TOKEN_SERVICE,
+                  "exp": now + ttl, "nbf": now - 10, "iat": now, "jti": secrets.token_hex(8),
+                  "access": [{"type": t, "name": n, "actions": a} for t, n, a in access]}
+        signing_input = (_b64url(json.dumps(header).encode()) + "." +
+                         _b64url(json.dumps(claims).encode()))
+        sig = _openssl(["dgst", "-sha256", "-sign", self.key],
+                       input=signing_input.encode()).stdout
+        return signing_input + "." + _b64url(sig)
+
+
+def parse_scope(scope):
+    """"repository:fns/catalog:pull,push" -> ("repository", "fns/catalog", ["pull", "push"])."""
+    kind, _, rest = scope.partition(":")
+    name, _, actions = rest.rpartition(":")
+    return kind, name, [a for a in actions.split(",") if a]
+
+
+class TokenServer:
+    """The registry's token service over HTTPS: GET /token?service=…&scope=… answers
+    {"token": JWT} granting pull for the scopes asked, to `users` by Basic authentication
+    (401 for wrong ones) and, when `anonymous` is set, to anyone without credentials.
+    Every request is recorded in `requests` as (path, Authorization header or None)."""
+
+    def __init__(self, pki, signer, users, anonymous=False):
+        self.signer, self.users, self.anonymous = signer, dict(users or {}), anonymous
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.requests.append((self.path, self.headers.get("Authorization")))
+                code, body = server.answer(self.path, self.headers.get("Authorization"))
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.socket = pki.server_context().wrap_socket(self.httpd.socket,
+                                                             server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.realm = "https://127.0.0.1:%d/token" % self.port
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def answer(self, path, authorization):
+        u = urlsplit(path)
+        q = parse_qs(u.query)
+        if u.path != "/token" or q.get("service") != [TOKEN_SERVICE]:
+            return 400, {"details": "unknown service"}
+        subject = ""
+        if authorization:
+            scheme, _, cred = authorization.partition(" ")
+            user, _, password = base64.b64decode(cred).decode().partition(":")
+            if scheme != "Basic" or self.users.get(user) != password:
+                return 401, {"details": "incorrect username or password"}
+            subject = user
+        elif not self.anonymous:
+            return 401, {"details": "credentials required"}
+        access = [parse_scope(s) for s in q.get("scope", [])]
+        access = [(k, n, [a for a in acts if a == "pull"]) for k, n, acts in access]
+        return 200, {"token": self.signer.token(subject, access), "expires_in": 300}
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class RegistryError(Exception):
+    pass
+
+
+class Registry:
+    """`docker-registry serve CONFIG` on 127.0.0.1:port with TLS. host is "127.0.0.1:PORT";
+    ca is the CA file to trust. auth: None, "htpasswd" or "token" (users: {name: password};
+    anonymous: whether the token service gives anonymous pull tokens)."""
+
+    def __init__(self, pki, auth=None, users=None, anonymous=False):
+        if not os.access(REGISTRY_BIN, os.X_OK):
+            raise RegistryError("%s is missing: run scripts/install-test-deps.sh "
+                                "(Debian's docker-registry)" % REGISTRY_BIN)
+        self.pki, self.auth, self.users = pki, auth, dict(users or {})
+        self.ca = pki.ca
+        self.state = tempfile.mkdtemp(prefix="krmpod-registry-")
+        self.ctx = pki.client_context()
+        self.proc = self.token_server = self.signer = None
+        try:
+            self._start(anonymous)
+        except Exception:
+            self.stop()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _auth_config(self, anonymous):
+        if self.auth == "htpasswd":
+            path = os.path.join(self.state, "htpasswd")
+            with open(path, "w") as f:
+                for user, password in self.users.items():
+                    f.write(subprocess.run([HTPASSWD_BIN, "-Bbn", user, password], check=True,
+                                           capture_output=True, text=True).stdout.strip() + "\n")
+            return {"htpasswd": {"realm": "krmpod-test", "path": path}}
+        if self.auth == "token":
+            self.signer = TokenSigner(self.state)
+            self.token_server = TokenServer(self.pki, self.signer, self.users, anonymous)
+            return {"token": {"realm": self.token_server.realm, "service": TOKEN_SERVICE,
+                              "issuer": TOKEN_ISSUER, "rootcertbundle": self.signer.cert}}
+        if self.auth is None:
+            return None
+        raise ValueError("auth: None, 'htpasswd' or 'token'")
+
+    def _start(self, anonymous):
+        self.port = free_port()
+        self.host = "127.0.0.1:%d" % self.port
+        config = {
+            "version": 0.1,
+            "log": {"level": "warn", "accesslog": {"disabled": True}},
+            "storage": {"filesystem": {"rootdirectory": os.path.join(self.state, "data")},
+                        "delete": {"enabled": True}},
+            "http": {"addr": self.host, "secret": secrets.token_hex(16),
+                     "tls": {"certificate": self.pki.cert, "key": self.pki.key}},
+        }
+        auth = self._auth_config(anonymous)
+        if auth:
+            config["auth"] = auth
+        path = os.path.join(self.state, "config.yml")
+        with open(path, "w") as f:
+            json.dump(config, f)  # JSON is YAML
+        self.log_path = os.path.join(self.state, "registry.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([REGISTRY_BIN, "serve", path], stdout=self.log,
+                                     stderr=subprocess.STDOUT, cwd=self.state)
+        self._wait_ready()
+
+    def _wait_ready(self, timeout=15):
+        until = time.time() + timeout
+        while time.time() < until:
+            if self.proc.poll() is not None:
+                raise RegistryError("docker-registry exited with %d: %s"
+                                    % (self.proc.returncode, self.log_text()))
+            try:
+                status, _, _ = self.request("GET", "/v2/", auth=False)
+                if status in (200, 401):
+                    return
+            except (OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.05)
+        raise RegistryError("docker-registry did not answer on %s: %s"
+                            % (self.host, self.log_text()))
+
+    def log_text(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self, keep_state=False):
+        """Stops the registry (and its token service); removes its state unless kept."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if self.token_server:
+            self.token_server.stop()
+            self.token_server = None
+        if getattr(self, "log", None):
+            self.log.close()
+            self.log = None
+        if not keep_state and self.state:
+            shutil.rmtree(self.state, ignore_errors=True)
+            self.state = None
+
+    # --- Requests --------------------------------------------------------------------
+
+    def _authorization(self, repo):
+        if self.auth == "htpasswd":
+            user, password = next(iter(self.users.items()))
+            return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+        if self.auth == "token":
+            scope = [("repository", repo or "", ["pull", "push"])]
+            return "Bearer " + self.signer.token("pusher", scope)
+        return None
+
+    def request(self, method, path, body=None, headers=None, repo=None, auth=True):
+        """(status, headers (lowercase names), body) of one request."""
+        hdrs = dict(headers or {})
+        authorization = self._authorization(repo) if auth else None
+        if authorization:
+            hdrs["Authorization"] = authorization
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        finally:
+            conn.close()
+
+    def _ok(self, want, method, path, **kw):
+        status, headers, data = self.request(method, path, **kw)
+        if status != want:
+            raise RegistryError("%s %s: %d %s" % (method, path, status, data[:500]))
+        return headers, data
+
+    # --- Pushing ---------------------------------------------------------------------
+
+    def push_blob(self, repo, data):
+        """Uploads data (POST, then PUT with the digest); returns its digest."""
+        digest = sha256_digest(data)
+        headers, _ = self._ok(202, "POST", "/v2/%s/blobs/uploads/" % repo, repo=repo)
+        loc = urlsplit(headers["location"])
+        path = loc.path + "?" + (loc.query + "&" if loc.query else "") + "digest=" + digest
+        self._ok(201, "PUT", path, body=data, repo=repo,
+                 headers={"Content-Type": "application/octet-stream"})
+        return digest
+
+    def push_manifest(self, repo, reference, media_type, manifest):
+        """PUTs a manifest (a dict or bytes) as reference (tag or digest); returns its
+        digest (checked against the registry's Docker-Content-Digest)."""
+        body = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
+        headers, _ = self._ok(201, "PUT", "/v2/%s/manifests/%s" % (repo, reference), body=body,
+                              repo=repo, headers={"Content-Type": media_type})
+        digest = sha256_digest(body)
+        if headers.get("docker-content-digest") != digest:
+            raise RegistryError("the registry computed %s for the manifest, not %s"
+                                % (headers.get("docker-content-digest"), digest))
+        return digest
+
+    def _descriptor(self, repo, media_type, data):
+        return {"mediaType": media_type, "digest": self.push_blob(repo, data),
+                "size": len(data)}
+
+    def push_artifact(self, repo, tag, media_type, data, config_media_type=OCI_CONFIG):
+        """An OCI artifact: an image manifest with the empty config "{}" (of
+        config_media_type) and one layer of media_type holding data. Returns (manifest
+        digest, layer digest)."""
+        manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                    "config": self._descriptor(repo, config_media_type, b"{}"),
+                    "layers": [self._descriptor(repo, media_type, data)]}
+        digest = self.push_manifest(repo, tag, OCI_MANIFEST, manifest)
+        return digest, manifest["layers"][0]["digest"]
+
+    def _image_manifest(self, repo, config, arch):
+        blob = json.dumps({"architecture": arch, "os": "linux", "config": config,
+                           "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        return {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                "config": self._descriptor(repo, OCI_CONFIG, blob),
+                "layers": [self._descriptor(repo, OCI_LAYER_GZIP, empty_layer())]}
+
+    def push_image(self, repo, tag, config, index=False, other_config=None):
+        """An image whose config's `config` is `config` (Entrypoint, Cmd, Env, WorkingDir,
+        User). With index: an OCI index under the tag with a linux/arm64 image (its config
+        other_config, by default Entrypoint ["/arm64"]) first, then the linux/amd64 one.
+        Returns (the tag's digest, the amd64 manifest's digest, its config's digest)."""
+        amd64 = self._image_manifest(repo, config, "amd64")
+        if not index:
+            d = self.push_manifest(repo, tag, OCI_MANIFEST, amd64)
+            return d, d, amd64["config"]["digest"]
+        arm64 = self._image_manifest(repo, other_config or {"Entrypoint": ["/arm64"]}, "arm64")
+        entries = []
+        for arch, m in (("arm64", arm64), ("amd64", amd64)):
+            body = json.dumps(m).encode()
+            digest = self.push_manifest(repo, sha256_digest(body), OCI_MANIFEST, body)
+            entries.append({"mediaType": OCI_MANIFEST, "digest": digest, "size": len(body),
+                            "platform": {"architecture": arch, "os": "linux"}})
+        idx = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}
+        return (self.push_manifest(repo, tag, OCI_INDEX, idx), entries[1]["digest"],
+                amd64["config"]["digest"])
+
+
+def empty_layer():
+    """A gzipped empty tar archive, deterministic."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT):
+        pass
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as z:
+        z.write(raw.getvalue())
+    return out.getvalue()
+
+
+class HttpsFileServer:
+    """A local HTTPS server (python ssl + http.server) serving `files` ({path: bytes});
+    404 for other paths; `redirects` ({path: location}, may be changed while it runs)
+    answer 302."""
+
+    def __init__(self, pki, files, redirects=None):
+        self.files, self.redirects = dict(files), dict(redirects or {})
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.requests.append((self.path, self.headers.get("Authorization")))
+                if self.path in server.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", server.redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                data = server.files.get(self.path)
+                self.send_response(200 if data is not None else 404)
+                data = data if data is not None else b"not found\n"
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.socket = pki.server_context().wrap_socket(self.httpd.socket,
+                                                             server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.url = "https://127.0.0.1:%d" % self.port
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
