@@ -16,8 +16,8 @@ from test_generate import cmp_env, generate
 HEX = "a428de" + "0" * 58
 OTHER = "b" * 64
 
-
 RL_EMPTY = b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
+
 
 def catalog(name, fns):
     """A Catalog document: fns is a list of (group, kind, version, image, extra container
