@@ -119,14 +119,45 @@ def fresh_namespace(api, name):
         time.sleep(0.3)
 
 
-def write_overlay(digest):
+# The admin's catalog (docs/catalogs.md, "The ConfigMap"): AddLabel, the add-label fixture
+# image pinned by the digest its import gave.
+ADMIN_CATALOG = """apiVersion: config.kubernetes.io/v1alpha1
+kind: Catalog
+metadata:
+  name: realkube-admin
+spec:
+  krmFunctions:
+    - group: krmpod.test
+      names:
+        kind: AddLabel
+      description: adds a label to every resource
+      publisher: krmpod.test
+      versions:
+        - name: v1
+          idempotent: true
+          runtime:
+            container:
+              image: %s
+              sha256: %s
+"""
+
+
+def write_overlay(built):
     """docs/install.md, "Pin the image": an overlay of one's own with manifests/ as a
-    resource and an `images:` pin of the sidecar image by digest."""
+    resource and an `images:` pin of the sidecar image by digest; and docs/catalogs.md:
+    the admin's catalog as a patch of the krmpod-catalogs ConfigMap."""
     os.makedirs(OVERLAY, exist_ok=True)
     rel = os.path.relpath(os.path.join(ROOT, "manifests"), OVERLAY)
+    catalog = ADMIN_CATALOG % (images.FN_IMAGE % "add-label",
+                               built["functions"]["add-label"].split(":", 1)[1])
+    with open(os.path.join(OVERLAY, "catalog-patch.yaml"), "w") as f:
+        f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: krmpod-catalogs\n"
+                "  namespace: argocd\ndata:\n  catalog.yaml: |\n")
+        f.write("".join("    " + line + "\n" for line in catalog.splitlines()))
     with open(os.path.join(OVERLAY, "kustomization.yaml"), "w") as f:
         f.write("resources:\n  - %s\nimages:\n  - name: %s\n    digest: %s\n"
-                % (rel, images.SIDECAR_REPO, digest))
+                "patches:\n  - path: catalog-patch.yaml\n"
+                % (rel, images.SIDECAR_REPO, built["sidecar"]))
     return OVERLAY
 
 
@@ -173,7 +204,7 @@ def install(cluster, built_images):
         kubectl("apply", "-n", ARGOCD_NS, "--server-side", "--force-conflicts", "-f",
                 os.path.join(HERE, "argocd-install.yaml"))
         # krmpod, as docs/install.md tells an admin
-        overlay = write_overlay(built_images["sidecar"])
+        overlay = write_overlay(built_images)
         rendered_yaml = kubectl("kustomize", overlay).stdout
         import yaml
         rendered = [d for d in yaml.safe_load_all(rendered_yaml) if d]
