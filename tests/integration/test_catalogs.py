@@ -386,6 +386,13 @@ def test_catalog_view(kubesim, tmp_path):
     y = subprocess.run([krmpod, "catalog", "view", str(app), "-o", "yaml"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert yaml.safe_load(y.stdout) == model
+    # the picture is the render's: generate with the same settings runs exactly that image
+    before = len(kubesim.requests())
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_TRUSTED_CATALOGS=str(admin),
+                              KRMPOD_IMAGE_POLICY="catalog"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert len(pods_created(kubesim, before)) == 1
+    assert ("image=%s " % model["resolved"][0]["image"]).encode() in r.stderr, r.stderr
     # untrusted: shown as such, with the reason, not an error
     env.pop("KRMPOD_TRUSTED_CATALOGS")
     env.pop("KRMPOD_IMAGE_POLICY")  # "catalog" with no admin catalog is itself refused
