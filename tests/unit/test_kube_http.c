@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/http_util.h"
 #include "base/clock.h"
+#include "base/http_util.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
