@@ -65,10 +65,18 @@ build/glibc/krmpod: $(GLIBC_OBJS)
 -include $(wildcard build/musl/obj/*/*.d build/asan/obj/*/*.d build/glibc/obj/*/*.d build/asan/unit/*.d build/asan/*.d)
 
 # ---- unit tests (C, ASan+UBSan) --------------------------------------------------------
+# Test-support modules (tests/unit/*.c not named test_*) are compiled once and linked into
+# the unit tests that name them below: the pattern rule links every unit object among its
+# prerequisites.
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/asan/unit/%)
+build/asan/unit/%.o: tests/unit/%.c | build/deps/glibc/.done
+	@mkdir -p $(@D)
+	@echo "CC(unit) $<"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -c $< -o $@
 build/asan/unit/%: tests/unit/%.c $(ASAN_LIB_OBJS) | build/deps/glibc/.done
 	@mkdir -p $(@D)
-	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
+	@echo "CC(unit) $@"; gcc $(BASE_CFLAGS) -O1 -g $(SAN) $(GLIBC_DEPS_CFLAGS) -Itests/unit -o $@ $< $(filter build/asan/unit/%.o,$^) $(ASAN_LIB_OBJS) $(GLIBC_DEPS_LIBS)
+# The scripted HTTP server (tests/unit/fake_http.h).
+build/asan/unit/test_kube_http build/asan/unit/test_kube_stream build/asan/unit/test_registry: build/asan/unit/fake_http.o
 
 # A driver for the registry client (src/registry/) without krmpod's CLI, for the tests
 # against a real registry (tests/registry_tests).

@@ -2,13 +2,9 @@
  * escaping), then the client's behaviour against a scripted plain-HTTP server on
  * 127.0.0.1 (retries of 429/5xx and of dropped connections, the 401 token re-read, deadlines
  * and cancellation, streaming, limits, tls-server-name routing). */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +14,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "check.h"
+#include "fake_http.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kube_stream.h"
@@ -170,175 +167,12 @@ TEST(clock_is_monotonic)
 	CHECK(b - a >= 19 && b - a < 1000);
 }
 
-/* --- A scripted HTTP server ------------------------------------------------------------- */
-
-#define HANG_FOREVER (-1)
-
-struct step {
-	const char *response;  /* raw HTTP response; NULL closes the connection unanswered */
-	int delay_ms;          /* before answering; HANG_FOREVER never answers */
-	bool close;            /* close the connection after answering */
-	const char *pieces[4]; /* streamed after `response`, 30 ms apart */
-};
-
-struct fake {
-	int lfd, port;
-	pthread_t thread;
-	const struct step *steps;
-	int nsteps, next;
-	volatile int stop;
-	pthread_mutex_t lock;
-	char reqs[16][1024]; /* request line, then selected headers, then the body */
-	int nreq;
-};
-
-static bool wait_readable(struct fake *f, int fd)
-{
-	while (!f->stop) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, 20) > 0)
-			return true;
-	}
-	return false;
-}
+/* --- Against a scripted HTTP server (fake_http.h) -------------------------------------- */
 
 static void pause_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
-}
-
-static void send_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-/* Reads one request; records it. Returns false when the client closed. */
-static bool read_request(struct fake *f, int fd)
-{
-	char req[8192];
-	size_t len = 0;
-	char *end = NULL;
-	while ((end = memmem(req, len, "\r\n\r\n", 4)) == NULL) {
-		if (!wait_readable(f, fd) || len == sizeof(req) - 1)
-			return false;
-		ssize_t n = read(fd, req + len, sizeof(req) - 1 - len);
-		if (n <= 0)
-			return false;
-		len += (size_t)n;
-	}
-	req[len] = '\0';
-	size_t head = (size_t)(end - req) + 4;
-	size_t clen = 0;
-	char *cl = strcasestr(req, "\r\nContent-Length:");
-	if (cl && cl < end)
-		clen = strtoul(cl + 17, NULL, 10);
-	while (len < head + clen && len < sizeof(req) - 1) {
-		if (!wait_readable(f, fd))
-			return false;
-		ssize_t n = read(fd, req + len, sizeof(req) - 1 - len);
-		if (n <= 0)
-			return false;
-		len += (size_t)n;
-	}
-	req[len] = '\0';
-	struct buf rec;
-	buf_init(&rec, 0);
-	buf_printf(&rec, "%.*s", (int)strcspn(req, "\r"), req);
-	static const char *const keep[] = {
-	        "\r\nAuthorization:", "\r\nContent-Type:", "\r\nAccept:",
-	        "\r\nUser-Agent:",    "\r\nHost:",         "\r\nExpect:"};
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
-		char *h = strcasestr(req, keep[i]);
-		if (h && h < end)
-			buf_printf(&rec, " |%.*s", (int)strcspn(h + 2, "\r"), h + 2);
-	}
-	if (clen)
-		buf_printf(&rec, " |body=%.*s", (int)clen, req + head);
-	pthread_mutex_lock(&f->lock);
-	if (f->nreq < 16)
-		snprintf(f->reqs[f->nreq], sizeof(f->reqs[0]), "%s", rec.data);
-	f->nreq++;
-	pthread_mutex_unlock(&f->lock);
-	buf_free(&rec);
-	return true;
-}
-
-static void *fake_main(void *arg)
-{
-	struct fake *f = arg;
-	while (!f->stop) {
-		if (!wait_readable(f, f->lfd))
-			break;
-		int fd = accept(f->lfd, NULL, NULL);
-		if (fd < 0)
-			continue;
-		while (!f->stop && read_request(f, fd)) {
-			pthread_mutex_lock(&f->lock);
-			const struct step *s = f->next < f->nsteps ? &f->steps[f->next++] : NULL;
-			pthread_mutex_unlock(&f->lock);
-			if (s == NULL)
-				break;
-			if (s->delay_ms == HANG_FOREVER) {
-				while (!f->stop) {
-					char c;
-					struct pollfd p = {.fd = fd, .events = POLLIN};
-					if (poll(&p, 1, 20) > 0 && recv(fd, &c, 1, MSG_PEEK) <= 0)
-						break; /* the client went away */
-				}
-				break;
-			}
-			pause_ms(s->delay_ms);
-			if (s->response == NULL)
-				break;
-			send_all(fd, s->response, strlen(s->response));
-			for (int i = 0; i < 4 && s->pieces[i]; i++) {
-				pause_ms(30);
-				send_all(fd, s->pieces[i], strlen(s->pieces[i]));
-			}
-			if (s->close)
-				break;
-		}
-		close(fd);
-	}
-	return NULL;
-}
-
-static void fake_start(struct fake *f, const struct step *steps, int nsteps)
-{
-	memset(f, 0, sizeof(*f));
-	f->steps = steps;
-	f->nsteps = nsteps;
-	pthread_mutex_init(&f->lock, NULL);
-	f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	if (bind(f->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(f->lfd, 8) < 0 ||
-	    getsockname(f->lfd, (struct sockaddr *)&a, &al) < 0) {
-		perror("fake server");
-		abort();
-	}
-	f->port = ntohs(a.sin_port);
-	pthread_create(&f->thread, NULL, fake_main, f);
-}
-
-static void fake_stop(struct fake *f)
-{
-	f->stop = 1;
-	pthread_join(f->thread, NULL);
-	close(f->lfd);
-	pthread_mutex_destroy(&f->lock);
-}
-
-static const char *fake_req(struct fake *f, int i)
-{
-	return i < f->nreq && i < 16 ? f->reqs[i] : "(no such request)";
 }
 
 /* A configuration for the fake server, its URL with the path `prefix` ("" for none). */
@@ -376,14 +210,14 @@ static struct kube_config *fake_config(int port, const char *token)
 	"  "
 
 struct client {
-	struct fake f;
+	struct fake_http f;
 	struct kube_config *cfg;
 	struct kube_client *c;
 };
 
-static void client_start(struct client *k, const struct step *steps, int n)
+static void client_start(struct client *k, const struct fake_http_step *steps, int n)
 {
-	fake_start(&k->f, steps, n);
+	fake_http_start(&k->f, steps, n);
 	k->cfg = fake_config(k->f.port, "tok");
 	struct err *e = NULL;
 	if (kube_client_new(k->cfg, &k->c, &e) < 0) {
@@ -395,13 +229,13 @@ static void client_start(struct client *k, const struct step *steps, int n)
 static void client_stop(struct client *k)
 {
 	kube_client_free(k->c);
-	fake_stop(&k->f);
+	fake_http_stop(&k->f);
 	kube_config_free(k->cfg);
 }
 
 TEST(get_parses_json_and_sends_headers)
 {
-	static const struct step steps[] = {{.response = OK_200}};
+	static const struct fake_http_step steps[] = {{.response = OK_200}};
 	struct client k;
 	client_start(&k, steps, 1);
 	struct json *pod = NULL;
@@ -412,10 +246,10 @@ TEST(get_parses_json_and_sends_headers)
 	          0);
 	CHECK_INT(status, 200);
 	CHECK_STR(json_str(json_path(pod, "metadata.name")), "p");
-	CHECK_CONTAINS(fake_req(&k.f, 0), "GET /api/v1/namespaces/a/pods/p HTTP/1.1");
-	CHECK_CONTAINS(fake_req(&k.f, 0), "Authorization: Bearer tok");
-	CHECK_CONTAINS(fake_req(&k.f, 0), "Accept: application/json");
-	CHECK_CONTAINS(fake_req(&k.f, 0), "User-Agent: krmpod/");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "GET /api/v1/namespaces/a/pods/p HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "Authorization: Bearer tok");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "Accept: application/json");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "User-Agent: krmpod/");
 	CHECK_INT(kube_client_requests(k.c), 1);
 	json_free(pod);
 	client_stop(&k);
@@ -423,7 +257,7 @@ TEST(get_parses_json_and_sends_headers)
 
 TEST(post_and_delete_send_bodies_on_one_connection)
 {
-	static const struct step steps[] = {
+	static const struct fake_http_step steps[] = {
 	        {.response = OK_200}, {.response = EMPTY_200}, {.response = OK_200}};
 	struct client k;
 	client_start(&k, steps, 3);
@@ -437,23 +271,23 @@ TEST(post_and_delete_send_bodies_on_one_connection)
 	          0);
 	CHECK(j == NULL); /* empty body */
 	CHECK_INT(kube_request(k.c, "GET", "/p/x", NULL, NULL, 0, NULL, NULL, &e), 0);
-	CHECK_CONTAINS(fake_req(&k.f, 0), "POST /p?fieldValidation=Strict HTTP/1.1");
-	CHECK_CONTAINS(fake_req(&k.f, 0), "Content-Type: application/json");
-	CHECK_CONTAINS(fake_req(&k.f, 0), "|body={\"a\":1}");
-	CHECK(strstr(fake_req(&k.f, 0), "Expect:") == NULL);
-	CHECK_CONTAINS(fake_req(&k.f, 1), "DELETE /p/x HTTP/1.1");
-	CHECK_CONTAINS(fake_req(&k.f, 1), "|body={}");
-	CHECK_CONTAINS(fake_req(&k.f, 2), "GET /p/x HTTP/1.1");
-	CHECK(strstr(fake_req(&k.f, 2), "body=") == NULL);
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "POST /p?fieldValidation=Strict HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "Content-Type: application/json");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "|body={\"a\":1}");
+	CHECK(strstr(fake_http_req(&k.f, 0), "Expect:") == NULL);
+	CHECK_CONTAINS(fake_http_req(&k.f, 1), "DELETE /p/x HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&k.f, 1), "|body={}");
+	CHECK_CONTAINS(fake_http_req(&k.f, 2), "GET /p/x HTTP/1.1");
+	CHECK(strstr(fake_http_req(&k.f, 2), "body=") == NULL);
 	client_stop(&k); /* the fake serves connections one at a time: all three reused one */
 }
 
 TEST(retries_429_and_5xx)
 {
-	static const struct step steps[] = {{.response = R429("0")},
-	                                    {.response = R503},
-	                                    {.response = R500},
-	                                    {.response = OK_200}};
+	static const struct fake_http_step steps[] = {{.response = R429("0")},
+	                                              {.response = R503},
+	                                              {.response = R500},
+	                                              {.response = OK_200}};
 	struct client k;
 	client_start(&k, steps, 4);
 	struct err *e = NULL;
@@ -469,7 +303,7 @@ TEST(retries_429_and_5xx)
 
 TEST(retries_are_bounded)
 {
-	static const struct step steps[] = {
+	static const struct fake_http_step steps[] = {
 	        {.response = R500}, {.response = R500}, {.response = R500}, {.response = R500},
 	        {.response = R500}, {.response = R500}, {.response = R500}};
 	struct client k;
@@ -486,7 +320,8 @@ TEST(retries_are_bounded)
 
 TEST(retry_after_never_passes_the_deadline)
 {
-	static const struct step steps[] = {{.response = R429("5")}, {.response = OK_200}};
+	static const struct fake_http_step steps[] = {{.response = R429("5")},
+	                                              {.response = OK_200}};
 	struct client k;
 	client_start(&k, steps, 2);
 	kube_client_set_deadline(k.c, now_ms() + 1000);
@@ -503,7 +338,7 @@ TEST(retry_after_never_passes_the_deadline)
 
 TEST(unauthorized_rereads_the_token_once)
 {
-	static const struct step steps[] = {
+	static const struct fake_http_step steps[] = {
 	        {.response = R401}, {.response = OK_200}, {.response = R401}, {.response = R401}};
 	struct client k;
 	client_start(&k, steps, 4);
@@ -515,8 +350,8 @@ TEST(unauthorized_rereads_the_token_once)
 	k.cfg->token_read_at = time(NULL); /* "tok" is fresh: only a 401 makes us re-read */
 	struct err *e = NULL;
 	CHECK_INT(kube_request(k.c, "GET", "/x", NULL, NULL, 0, NULL, NULL, &e), 0);
-	CHECK_CONTAINS(fake_req(&k.f, 0), "Authorization: Bearer tok");
-	CHECK_CONTAINS(fake_req(&k.f, 1), "Authorization: Bearer new");
+	CHECK_CONTAINS(fake_http_req(&k.f, 0), "Authorization: Bearer tok");
+	CHECK_CONTAINS(fake_http_req(&k.f, 1), "Authorization: Bearer new");
 	/* A second 401 after the re-read is final. */
 	long status = 0;
 	CHECK_INT(kube_request(k.c, "GET", "/y", NULL, NULL, 0, &status, NULL, &e), -1);
@@ -530,7 +365,7 @@ TEST(unauthorized_rereads_the_token_once)
 
 TEST(dropped_connection_is_retried_for_get_only)
 {
-	static const struct step steps[] = {
+	static const struct fake_http_step steps[] = {
 	        {.response = NULL}, {.response = OK_200}, {.response = NULL}};
 	struct client k;
 	client_start(&k, steps, 3);
@@ -547,10 +382,9 @@ TEST(dropped_connection_is_retried_for_get_only)
 
 TEST(connection_refused_is_err_net)
 {
-	struct fake f;
-	static const struct step none[] = {{.response = NULL}};
-	fake_start(&f, none, 0);
-	fake_stop(&f); /* the port is closed now */
+	struct fake_http f;
+	fake_http_start(&f, NULL, 0);
+	fake_http_stop(&f); /* the port is closed now */
 	struct kube_config *cfg = fake_config(f.port, NULL);
 	struct kube_client *c = NULL;
 	struct err *e = NULL;
@@ -580,7 +414,7 @@ static void *cancel_later(void *arg)
 
 TEST(cancel_interrupts_a_hanging_request)
 {
-	static const struct step steps[] = {{.delay_ms = HANG_FOREVER}};
+	static const struct fake_http_step steps[] = {{.hang = true}};
 	struct client k;
 	client_start(&k, steps, 1);
 	cancel_flag = 0;
@@ -606,7 +440,7 @@ TEST(cancel_interrupts_a_hanging_request)
 
 TEST(deadline_interrupts_a_hanging_stream)
 {
-	static const struct step steps[] = {{.delay_ms = HANG_FOREVER}};
+	static const struct fake_http_step steps[] = {{.hang = true}};
 	struct client k;
 	client_start(&k, steps, 1);
 	kube_client_set_deadline(k.c, now_ms() + 200);
@@ -638,11 +472,9 @@ static int sink_data(const char *data, size_t len, void *ud)
 
 TEST(stream_delivers_pieces_and_stops_on_request)
 {
-	static const struct step steps[] = {
-	        {CHUNKED_200 "6\r\nline1\n\r\n",
-	         0,
-	         false,
-	         {"3\r\nlin\r\n", "3\r\ne2\n\r\n", "0\r\n\r\n"}},
+	static const struct fake_http_step steps[] = {
+	        {.response = CHUNKED_200 "6\r\nline1\n\r\n",
+	         .pieces = {"3\r\nlin\r\n", "3\r\ne2\n\r\n", "0\r\n\r\n"}},
 	        {.response = CHUNKED_200 "6\r\nline1\n\r\n",
 	         .close = true,
 	         .pieces = {"6\r\nline2\n\r\n"}}, /* never ends */
@@ -665,7 +497,7 @@ TEST(stream_delivers_pieces_and_stops_on_request)
 
 TEST(stream_errors)
 {
-	static const struct step steps[] = {
+	static const struct fake_http_step steps[] = {
 	        {.response = "HTTP/1.1 410 Gone\r\nContent-Type: "
 	                     "application/json\r\nContent-Length: 94\r\n\r\n"
 	                     "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"too old "
@@ -706,7 +538,7 @@ TEST(response_body_limit)
 	memset(spaces, ' ', sizeof(spaces));
 	for (unsigned i = 0; i <= LIMIT_API_BODY; i += sizeof(spaces))
 		buf_append(&resp, spaces, sizeof(spaces), "x", NULL);
-	const struct step steps[] = {{.response = resp.data, .close = true}};
+	const struct fake_http_step steps[] = {{.response = resp.data, .close = true}};
 	struct client k;
 	client_start(&k, steps, 1);
 	struct err *e = NULL;
@@ -721,9 +553,9 @@ TEST(response_body_limit)
 
 TEST(tls_server_name_routes_to_the_real_server)
 {
-	static const struct step steps[] = {{.response = OK_200}};
-	struct fake f;
-	fake_start(&f, steps, 1);
+	static const struct fake_http_step steps[] = {{.response = OK_200}};
+	struct fake_http f;
+	fake_http_start(&f, steps, 1);
 	struct kube_config *cfg = fake_config(f.port, NULL);
 	cfg->tls_server_name = xstrdup("kubernetes.default.svc");
 	struct kube_client *c = NULL;
@@ -732,10 +564,10 @@ TEST(tls_server_name_routes_to_the_real_server)
 	CHECK_INT(kube_request(c, "GET", "/version", NULL, NULL, 0, NULL, NULL, &e), 0);
 	char host[64];
 	snprintf(host, sizeof(host), "Host: kubernetes.default.svc:%d", f.port);
-	CHECK_CONTAINS(fake_req(&f, 0), host);
-	CHECK(strstr(fake_req(&f, 0), "Authorization") == NULL); /* no token configured */
+	CHECK_CONTAINS(fake_http_req(&f, 0), host);
+	CHECK(strstr(fake_http_req(&f, 0), "Authorization") == NULL); /* no token configured */
 	kube_client_free(c);
-	fake_stop(&f);
+	fake_http_stop(&f);
 	kube_config_free(cfg);
 }
 
@@ -744,15 +576,15 @@ TEST(tls_server_name_routes_to_the_real_server)
  * /version (through the REST client) to explain it: three requests, all under /k8s. */
 TEST(server_under_a_path_prefix)
 {
-	static const struct step steps[] = {
+	static const struct fake_http_step steps[] = {
 	        {.response = OK_200, .close = true}, /* one connection at a time */
 	        {.response = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", .close = true},
 	        {.response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	                     "Content-Length: 49\r\n\r\n{\"major\":\"1\",\"minor\":\"34\","
 	                     "\"gitVersion\":\"v1.34.0\"}"},
 	};
-	struct fake f;
-	fake_start(&f, steps, 3);
+	struct fake_http f;
+	fake_http_start(&f, steps, 3);
 	struct kube_config *cfg = fake_config_at(f.port, "/k8s", "tok");
 	CHECK_STR(cfg->server, cfg->server); /* set */
 	CHECK_STR(cfg->srv.prefix, "/k8s");
@@ -762,7 +594,7 @@ TEST(server_under_a_path_prefix)
 	CHECK_INT(kube_client_new(cfg, &c, &e), 0);
 	CHECK_INT(kube_api_pod_get(c, "a", "p", NULL, &pod, &e), 0);
 	CHECK_STR(json_str(json_path(pod, "metadata.name")), "p");
-	CHECK_CONTAINS(fake_req(&f, 0), "GET /k8s/api/v1/namespaces/a/pods/p HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&f, 0), "GET /k8s/api/v1/namespaces/a/pods/p HTTP/1.1");
 	char *path = kube_api_pod_attach_path("a", "p", "fn", true);
 	struct kube_stream_opts o = {.path = path,
 	                             .in_fd = -1,
@@ -773,15 +605,16 @@ TEST(server_under_a_path_prefix)
 	CHECK_INT(kube_stream_open(cfg, &o, &stream, &e), -1);
 	CHECK(e && e->http_status == 403);
 	CHECK_CONTAINS(e ? e->msg : NULL, "it runs Kubernetes v1.34.0");
-	CHECK_CONTAINS(fake_req(&f, 1), "GET /k8s/api/v1/namespaces/a/pods/p/attach?container=fn"
-	                                "&stdin=true&stdout=true&stderr=true&tty=false HTTP/1.1");
-	CHECK(strcasestr(fake_req(&f, 1), "authorization: Bearer tok") != NULL);
-	CHECK_CONTAINS(fake_req(&f, 2), "GET /k8s/version HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&f, 1),
+	               "GET /k8s/api/v1/namespaces/a/pods/p/attach?container=fn"
+	               "&stdin=true&stdout=true&stderr=true&tty=false HTTP/1.1");
+	CHECK(strcasestr(fake_http_req(&f, 1), "authorization: Bearer tok") != NULL);
+	CHECK_CONTAINS(fake_http_req(&f, 2), "GET /k8s/version HTTP/1.1");
 	err_free(e);
 	free(path);
 	json_free(pod);
 	kube_client_free(c);
-	fake_stop(&f);
+	fake_http_stop(&f);
 	kube_config_free(cfg);
 }
 

@@ -7,10 +7,8 @@
  * oversized frame lengths and an oversized channel-3 Status, masking in both directions
  * (stdin as [0x00]+data, its EOF as FF 00, a masked server frame refused) and how Close
  * frames and dropped connections end a run. docs/internals/attach-framing.md. */
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <mbedtls/sha1.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +25,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "check.h"
+#include "fake_http.h"
 #include "kube/kube_stream.h"
 #include "kube/kubeconfig.h"
 
@@ -191,18 +190,6 @@ static void wsrv_act(struct wsrv *w, enum act_kind kind, int ms)
 	a->ms = ms;
 }
 
-static void send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-		if (k <= 0)
-			return;
-		c += k;
-		n -= (size_t)k;
-	}
-}
-
 /* Parses the complete client frames in w->rx into w->frames. */
 static void parse_client_frames(struct wsrv *w)
 {
@@ -339,7 +326,7 @@ static bool handshake(struct wsrv *w, int fd)
 	                  "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
 	                  "Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n",
 	                  acc);
-	send_all(fd, resp, (size_t)rn);
+	fake_http_send_all(fd, resp, (size_t)rn);
 	w->upgraded = true;
 	parse_client_frames(w);
 	return true;
@@ -354,7 +341,7 @@ static void run_script(struct wsrv *w, int fd)
 		case A_SEND:
 			/* What the client sent so far was sent before this. */
 			read_client(w, fd, 0);
-			send_all(fd, a->bytes.data, a->bytes.len);
+			fake_http_send_all(fd, a->bytes.data, a->bytes.len);
 			if (a->is_close)
 				w->sent_close = true;
 			break;
@@ -403,15 +390,7 @@ static void *wsrv_main(void *arg)
 
 static void wsrv_start(struct wsrv *w)
 {
-	w->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	if (w->lfd < 0 || bind(w->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(w->lfd, 4) < 0 || getsockname(w->lfd, (struct sockaddr *)&a, &al) < 0) {
-		perror("scripted WebSocket server");
-		abort();
-	}
-	w->port = ntohs(a.sin_port);
+	w->lfd = fake_http_listen(&w->port);
 	buf_init(&w->rx, 0);
 	pthread_create(&w->thread, NULL, wsrv_main, w);
 }

@@ -4,15 +4,11 @@
  * pulls, the Bearer token flow, Basic authentication, digests that do not match, size caps,
  * 404s, the cache, redirects to a blob store, image configs behind an index, deadlines and
  * cancellation. */
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +21,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "check.h"
+#include "fake_http.h"
 #include "registry/oci_manifest.h"
 #include "registry/oci_ref.h"
 #include "registry/registry.h"
@@ -636,187 +633,7 @@ TEST(cache_evicts_the_least_recently_used)
 	free(dir);
 }
 
-/* --- A scripted registry ---------------------------------------------------------------- */
-
-#define MAX_STEPS 16
-#define REQ_MAX   2048
-
-/* One answer, sent after reading one request; the connection is closed after it. */
-struct step {
-	char *data; /* raw HTTP answer; NULL closes the connection unanswered */
-	size_t len;
-	bool hang; /* never answer (until the client goes away) */
-};
-
-struct fake {
-	int lfd, port;
-	pthread_t thread;
-	struct step steps[MAX_STEPS];
-	int nsteps, next;
-	volatile int stop;
-	pthread_mutex_t lock;
-	char reqs[MAX_STEPS][REQ_MAX]; /* request line, then selected headers */
-	int nreq;
-};
-
-static bool wait_readable(struct fake *f, int fd)
-{
-	while (!f->stop) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, 20) > 0)
-			return true;
-	}
-	return false;
-}
-
-static void send_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-/* Reads one request (GETs have no body) and records it. */
-static bool read_request(struct fake *f, int fd)
-{
-	char req[8192];
-	size_t len = 0;
-	char *end = NULL;
-	while ((end = memmem(req, len, "\r\n\r\n", 4)) == NULL) {
-		if (!wait_readable(f, fd) || len == sizeof(req) - 1)
-			return false;
-		ssize_t n = read(fd, req + len, sizeof(req) - 1 - len);
-		if (n <= 0)
-			return false;
-		len += (size_t)n;
-	}
-	req[len] = '\0';
-	struct buf rec;
-	buf_init(&rec, 0);
-	buf_printf(&rec, "%.*s", (int)strcspn(req, "\r"), req);
-	static const char *const keep[] = {"\r\nAuthorization:", "\r\nAccept:", "\r\nHost:"};
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
-		char *h = strcasestr(req, keep[i]);
-		if (h && h < end)
-			buf_printf(&rec, " |%.*s", (int)strcspn(h + 2, "\r"), h + 2);
-	}
-	pthread_mutex_lock(&f->lock);
-	if (f->nreq < MAX_STEPS)
-		snprintf(f->reqs[f->nreq], REQ_MAX, "%s", rec.data);
-	f->nreq++;
-	pthread_mutex_unlock(&f->lock);
-	buf_free(&rec);
-	return true;
-}
-
-static void hang(struct fake *f, int fd)
-{
-	while (!f->stop) {
-		char c;
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, 20) > 0 && recv(fd, &c, 1, MSG_PEEK) <= 0)
-			return; /* the client went away */
-	}
-}
-
-static void *fake_main(void *arg)
-{
-	struct fake *f = arg;
-	while (!f->stop) {
-		if (!wait_readable(f, f->lfd))
-			break;
-		int fd = accept(f->lfd, NULL, NULL);
-		if (fd < 0)
-			continue;
-		if (read_request(f, fd)) {
-			pthread_mutex_lock(&f->lock);
-			struct step *s = f->next < f->nsteps ? &f->steps[f->next++] : NULL;
-			pthread_mutex_unlock(&f->lock);
-			if (s && s->hang)
-				hang(f, fd);
-			else if (s && s->data)
-				send_all(fd, s->data, s->len);
-		}
-		close(fd);
-	}
-	return NULL;
-}
-
-static void fake_start(struct fake *f)
-{
-	memset(f, 0, sizeof(*f));
-	pthread_mutex_init(&f->lock, NULL);
-	f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	if (bind(f->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(f->lfd, 8) < 0 ||
-	    getsockname(f->lfd, (struct sockaddr *)&a, &al) < 0) {
-		perror("fake server");
-		abort();
-	}
-	f->port = ntohs(a.sin_port);
-	pthread_create(&f->thread, NULL, fake_main, f);
-}
-
-static void fake_stop(struct fake *f)
-{
-	if (f->lfd < 0)
-		return;
-	f->stop = 1;
-	pthread_join(f->thread, NULL);
-	close(f->lfd);
-	f->lfd = -1;
-	pthread_mutex_destroy(&f->lock);
-	for (int i = 0; i < f->nsteps; i++)
-		free(f->steps[i].data);
-}
-
-static void add_step(struct fake *f, char *data, size_t len, bool hangs)
-{
-	pthread_mutex_lock(&f->lock);
-	if (f->nsteps == MAX_STEPS)
-		abort();
-	f->steps[f->nsteps++] = (struct step){.data = data, .len = len, .hang = hangs};
-	pthread_mutex_unlock(&f->lock);
-}
-
-/* Adds an answer: status ("200 OK"), extra header lines (each ending in \r\n), body. */
-static void answer(struct fake *f, const char *status, const char *headers, const void *body,
-                   size_t len)
-{
-	struct buf b;
-	buf_init(&b, 0);
-	buf_printf(&b, "HTTP/1.1 %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n", status,
-	           len, headers ? headers : "");
-	buf_append(&b, body, len, "answer", NULL);
-	size_t n = 0;
-	char *data = buf_steal(&b, &n);
-	add_step(f, data, n, false);
-}
-
-static void answer_text(struct fake *f, const char *status, const char *headers, const char *body)
-{
-	answer(f, status, headers, body, strlen(body));
-}
-
-/* A raw answer, sent as is (no Content-Length added). */
-static void answer_raw(struct fake *f, const char *raw, size_t len)
-{
-	char *data = xmalloc(len + 1);
-	memcpy(data, raw, len);
-	add_step(f, data, len, false);
-}
-
-static const char *fake_req(struct fake *f, int i)
-{
-	return i < f->nreq && i < MAX_STEPS ? f->reqs[i] : "(no such request)";
-}
-
-/* --- The client against the scripted registry ------------------------------------------- */
+/* --- The client against a scripted registry (fake_http.h) ------------------------------------------- */
 
 #define LAYER       "catalog:\n  - fn-a\n  - fn-b\n"
 #define EMPTY_JSON  "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
@@ -824,7 +641,7 @@ static const char *fake_req(struct fake *f, int i)
 #define OK          "200 OK"
 
 struct reg {
-	struct fake f;
+	struct fake_http f;
 	struct registry_opts o;
 	char *dir;  /* a temporary directory: the auth file, the cache */
 	char *host; /* "127.0.0.1:PORT" */
@@ -833,7 +650,7 @@ struct reg {
 static void reg_start(struct reg *r)
 {
 	memset(r, 0, sizeof(*r));
-	fake_start(&r->f);
+	fake_http_start(&r->f, NULL, 0);
 	r->dir = make_tmp_dir();
 	r->host = xasprintf("127.0.0.1:%d", r->f.port);
 	r->o.plain_http = true;
@@ -852,7 +669,7 @@ static void reg_auth(struct reg *r, const char *auth)
 
 static void reg_stop(struct reg *r)
 {
-	fake_stop(&r->f);
+	fake_http_stop(&r->f);
 	remove_tree(r->dir);
 	free((char *)r->o.auth_file);
 	free((char *)r->o.cache_dir);
@@ -872,9 +689,9 @@ static char *artifact_manifest(const char *data, size_t len)
 	                 d, len);
 }
 
-static void answer_manifest(struct fake *f, const char *json)
+static void answer_manifest(struct fake_http *f, const char *json)
 {
-	answer_text(f, OK, MANIFEST_CT, json);
+	fake_http_answer(f, OK, MANIFEST_CT, json);
 }
 
 /* Pulls the CATALOG_TYPE layer of HOST/suffix. */
@@ -899,7 +716,7 @@ TEST(anonymous_pull_of_a_layer)
 	reg_start(&r);
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
-	answer_text(&r.f, OK, "Content-Type: application/octet-stream\r\n", LAYER);
+	fake_http_answer(&r.f, OK, "Content-Type: application/octet-stream\r\n", LAYER);
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1] = "";
@@ -908,14 +725,14 @@ TEST(anonymous_pull_of_a_layer)
 	CHECK_STR(e ? e->msg : "", "");
 	CHECK_STR(out.data, LAYER);
 	CHECK_STR(digest, layer_digest);
-	CHECK_INT(r.f.nreq, 2);
-	CHECK_CONTAINS(fake_req(&r.f, 0), "GET /v2/fns/catalog/manifests/v1 HTTP/1.1");
-	CHECK_CONTAINS(fake_req(&r.f, 0), "Accept: " OCI_MANIFEST ", " OCI_INDEX
-	                                  ", " DOCKER_MANIFEST ", " DOCKER_LIST);
-	CHECK(strstr(fake_req(&r.f, 0), "Authorization") == NULL);
+	CHECK_INT(fake_http_nreq(&r.f), 2);
+	CHECK_CONTAINS(fake_http_req(&r.f, 0), "GET /v2/fns/catalog/manifests/v1 HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&r.f, 0), "Accept: " OCI_MANIFEST ", " OCI_INDEX
+	                                       ", " DOCKER_MANIFEST ", " DOCKER_LIST);
+	CHECK(strstr(fake_http_req(&r.f, 0), "Authorization") == NULL);
 	char *blob = xasprintf("GET /v2/fns/catalog/blobs/%s HTTP/1.1", layer_digest);
-	CHECK_CONTAINS(fake_req(&r.f, 1), blob);
-	CHECK(strstr(fake_req(&r.f, 1), "Authorization") == NULL);
+	CHECK_CONTAINS(fake_http_req(&r.f, 1), blob);
+	CHECK(strstr(fake_http_req(&r.f, 1), "Authorization") == NULL);
 	free(blob);
 	free(m);
 	buf_free(&out);
@@ -932,14 +749,14 @@ TEST(bearer_token_flow)
 	        xasprintf("WWW-Authenticate: Bearer realm=\"http://%s/token\","
 	                  "service=\"reg.test\",scope=\"repository:fns/catalog:pull\"\r\n",
 	                  r.host);
-	answer_text(&r.f, "401 Unauthorized", challenge,
-	            "{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"authentication "
-	            "required\"}]}");
-	answer_text(&r.f, OK, "Content-Type: application/json\r\n",
-	            "{\"token\":\"tkn-1\",\"access_token\":\"other\",\"expires_in\":300}");
+	fake_http_answer(&r.f, "401 Unauthorized", challenge,
+	                 "{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"authentication "
+	                 "required\"}]}");
+	fake_http_answer(&r.f, OK, "Content-Type: application/json\r\n",
+	                 "{\"token\":\"tkn-1\",\"access_token\":\"other\",\"expires_in\":300}");
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
-	answer_text(&r.f, OK, NULL, LAYER);
+	fake_http_answer(&r.f, OK, NULL, LAYER);
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
@@ -947,15 +764,17 @@ TEST(bearer_token_flow)
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
 	CHECK_STR(e ? e->msg : "", "");
 	CHECK_STR(out.data, LAYER);
-	CHECK_INT(r.f.nreq, 4);
-	CHECK(strstr(fake_req(&r.f, 0), "Authorization") == NULL); /* anonymous first */
-	CHECK_CONTAINS(fake_req(&r.f, 1), "GET /token?service=reg.test&scope=repository%3Afns%2F"
-	                                  "catalog%3Apull HTTP/1.1");
-	CHECK_CONTAINS(fake_req(&r.f, 1), "Authorization: Basic " AUTH_USER_PASS);
-	CHECK_CONTAINS(fake_req(&r.f, 2), "GET /v2/fns/catalog/manifests/v1 HTTP/1.1");
-	CHECK_CONTAINS(fake_req(&r.f, 2), "Authorization: Bearer tkn-1");
-	CHECK_CONTAINS(fake_req(&r.f, 3), "/blobs/sha256:");
-	CHECK_CONTAINS(fake_req(&r.f, 3), "Authorization: Bearer tkn-1"); /* kept for the pull */
+	CHECK_INT(fake_http_nreq(&r.f), 4);
+	CHECK(strstr(fake_http_req(&r.f, 0), "Authorization") == NULL); /* anonymous first */
+	CHECK_CONTAINS(fake_http_req(&r.f, 1),
+	               "GET /token?service=reg.test&scope=repository%3Afns%2F"
+	               "catalog%3Apull HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&r.f, 1), "Authorization: Basic " AUTH_USER_PASS);
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "GET /v2/fns/catalog/manifests/v1 HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "Authorization: Bearer tkn-1");
+	CHECK_CONTAINS(fake_http_req(&r.f, 3), "/blobs/sha256:");
+	CHECK_CONTAINS(fake_http_req(&r.f, 3),
+	               "Authorization: Bearer tkn-1"); /* kept for the pull */
 	free(challenge);
 	free(m);
 	buf_free(&out);
@@ -969,20 +788,20 @@ TEST(bearer_anonymous_token_and_default_scope)
 	reg_start(&r);
 	char *challenge =
 	        xasprintf("WWW-Authenticate: Bearer realm=\"http://%s/auth?x=1\"\r\n", r.host);
-	answer_text(&r.f, "401 Unauthorized", challenge, "");
-	answer_text(&r.f, OK, NULL, "{\"access_token\":\"anon\"}");
+	fake_http_answer(&r.f, "401 Unauthorized", challenge, "");
+	fake_http_answer(&r.f, OK, NULL, "{\"access_token\":\"anon\"}");
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
-	answer_text(&r.f, OK, NULL, LAYER);
+	fake_http_answer(&r.f, OK, NULL, LAYER);
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
 	struct err *e = NULL;
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
-	CHECK_CONTAINS(fake_req(&r.f, 1),
+	CHECK_CONTAINS(fake_http_req(&r.f, 1),
 	               "GET /auth?x=1&scope=repository%3Afns%2Fcatalog%3Apull HTTP/1.1");
-	CHECK(strstr(fake_req(&r.f, 1), "Authorization") == NULL); /* no credentials */
-	CHECK_CONTAINS(fake_req(&r.f, 2), "Authorization: Bearer anon");
+	CHECK(strstr(fake_http_req(&r.f, 1), "Authorization") == NULL); /* no credentials */
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "Authorization: Bearer anon");
 	free(challenge);
 	free(m);
 	buf_free(&out);
@@ -997,19 +816,19 @@ TEST(basic_auth)
 	struct reg r;
 	reg_start(&r);
 	reg_auth(&r, AUTH_USER_PASS);
-	answer_text(&r.f, "401 Unauthorized", BASIC_401, "");
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
-	answer_text(&r.f, OK, NULL, LAYER);
+	fake_http_answer(&r.f, OK, NULL, LAYER);
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
 	struct err *e = NULL;
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
 	CHECK_STR(out.data, LAYER);
-	CHECK_INT(r.f.nreq, 3);
-	CHECK_CONTAINS(fake_req(&r.f, 1), "Authorization: Basic " AUTH_USER_PASS);
-	CHECK_CONTAINS(fake_req(&r.f, 2), "Authorization: Basic " AUTH_USER_PASS);
+	CHECK_INT(fake_http_nreq(&r.f), 3);
+	CHECK_CONTAINS(fake_http_req(&r.f, 1), "Authorization: Basic " AUTH_USER_PASS);
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "Authorization: Basic " AUTH_USER_PASS);
 	free(m);
 	buf_free(&out);
 	err_free(e);
@@ -1021,7 +840,7 @@ TEST(credentials_missing_or_refused)
 	/* No auth file: one request, then the error names the setting. */
 	struct reg r;
 	reg_start(&r);
-	answer_text(&r.f, "401 Unauthorized", BASIC_401, "");
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
@@ -1033,15 +852,15 @@ TEST(credentials_missing_or_refused)
 	                       r.host, r.host);
 	CHECK_CONTAINS(e ? e->msg : NULL, want);
 	free(want);
-	CHECK_INT(r.f.nreq, 1);
+	CHECK_INT(fake_http_nreq(&r.f), 1);
 	reg_stop(&r);
 
 	/* Wrong credentials: refused after one retry, naming the registry and the file. */
 	reg_start(&r);
 	reg_auth(&r, AUTH_U2);
-	answer_text(&r.f, "401 Unauthorized", BASIC_401, "");
-	answer_text(&r.f, "401 Unauthorized", BASIC_401,
-	            "{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"bad password\"}]}");
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401,
+	                 "{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"bad password\"}]}");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_CONFIG);
 	want = xasprintf("the registry %s refused the credentials for it in %s "
@@ -1050,7 +869,7 @@ TEST(credentials_missing_or_refused)
 	                 r.host, r.o.auth_file, r.host);
 	CHECK_CONTAINS(e ? e->msg : NULL, want);
 	free(want);
-	CHECK_INT(r.f.nreq, 2);
+	CHECK_INT(fake_http_nreq(&r.f), 2);
 	reg_stop(&r);
 
 	/* The token service refuses them. */
@@ -1058,9 +877,9 @@ TEST(credentials_missing_or_refused)
 	reg_auth(&r, AUTH_U2);
 	char *challenge =
 	        xasprintf("WWW-Authenticate: Bearer realm=\"http://%s/token\"\r\n", r.host);
-	answer_text(&r.f, "401 Unauthorized", challenge, "");
-	answer_text(&r.f, "401 Unauthorized", NULL,
-	            "{\"details\":\"incorrect username or password\"}");
+	fake_http_answer(&r.f, "401 Unauthorized", challenge, "");
+	fake_http_answer(&r.f, "401 Unauthorized", NULL,
+	                 "{\"details\":\"incorrect username or password\"}");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_CONFIG);
 	CHECK_CONTAINS(e ? e->msg : NULL, "refused the credentials for it in");
@@ -1073,7 +892,7 @@ TEST(credentials_missing_or_refused)
 	char *path = xasprintf("%s/auth.json", r.dir);
 	write_file(path, "{\"auths\":{\"other.io\":{\"auth\":\"" AUTH_USER_PASS "\"}}}");
 	r.o.auth_file = path;
-	answer_text(&r.f, "401 Unauthorized", BASIC_401, "");
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	want = xasprintf("the registry %s requires credentials: the registry auth file %s "
 	                 "(KRMPOD_REGISTRY_AUTH) has none for it",
@@ -1091,7 +910,7 @@ TEST(blob_digest_mismatch)
 	reg_start(&r);
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
-	answer_text(&r.f, OK, NULL, "catalog: [tampered]\n");
+	fake_http_answer(&r.f, OK, NULL, "catalog: [tampered]\n");
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1], bad[SHA256_DIGEST_LEN + 1];
@@ -1127,7 +946,7 @@ TEST(manifest_digest_mismatch)
 	                       "sha256:" D64,
 	                       got);
 	CHECK_CONTAINS(e ? e->msg : NULL, want);
-	CHECK_CONTAINS(fake_req(&r.f, 0), "GET /v2/fns/catalog/manifests/sha256:" D64);
+	CHECK_CONTAINS(fake_http_req(&r.f, 0), "GET /v2/fns/catalog/manifests/sha256:" D64);
 	free(want);
 	free(m);
 	buf_free(&out);
@@ -1143,7 +962,7 @@ TEST(manifest_over_the_size_cap)
 	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Type: " OCI_MANIFEST "\r\nContent-"
 	                       "Length: %u\r\nConnection: close\r\n\r\n{\"layers\":[",
 	                       LIMIT_REGISTRY_MANIFEST + 1);
-	answer_raw(&r.f, head, strlen(head));
+	fake_http_answer_raw(&r.f, head, strlen(head));
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
@@ -1161,7 +980,7 @@ TEST(manifest_over_the_size_cap)
 	char *big = xmalloc(n);
 	int h = snprintf(big, n, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
 	memset(big + h, ' ', n - (size_t)h);
-	answer_raw(&r.f, big, n);
+	fake_http_answer_raw(&r.f, big, n);
 	CHECK_INT(pull(&r, "fns/catalog:v2", &out, digest, &e), -1);
 	CHECK_CONTAINS(e ? e->msg : NULL, "/manifests/v2: the response exceeds the limit of");
 	free(big);
@@ -1174,9 +993,10 @@ TEST(not_found_names_the_reference)
 {
 	struct reg r;
 	reg_start(&r);
-	answer_text(&r.f, "404 Not Found", "Content-Type: application/json\r\n",
-	            "{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":\"manifest unknown\","
-	            "\"detail\":{\"Tag\":\"v9\"}}]}\n");
+	fake_http_answer(
+	        &r.f, "404 Not Found", "Content-Type: application/json\r\n",
+	        "{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":\"manifest unknown\","
+	        "\"detail\":{\"Tag\":\"v9\"}}]}\n");
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
@@ -1192,7 +1012,7 @@ TEST(not_found_names_the_reference)
 	/* A blob the manifest names but the registry lost is the registry's fault (ERR_NET). */
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
-	answer_text(&r.f, "404 Not Found", NULL, "blob unknown");
+	fake_http_answer(&r.f, "404 Not Found", NULL, "blob unknown");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_NET);
 	CHECK_CONTAINS(e ? e->msg : NULL, ": 404 Not Found: \"blob unknown\"");
@@ -1211,37 +1031,37 @@ TEST(cache_saves_blob_requests)
 	char mdigest[SHA256_DIGEST_LEN + 1];
 	sha256_digest(m, strlen(m), mdigest);
 	answer_manifest(&r.f, m); /* the first pull */
-	answer_text(&r.f, OK, NULL, LAYER);
-	answer_manifest(&r.f, m);           /* the second */
-	answer_manifest(&r.f, m);           /* the third, */
-	answer_text(&r.f, OK, NULL, LAYER); /* after the corruption */
+	fake_http_answer(&r.f, OK, NULL, LAYER);
+	answer_manifest(&r.f, m);                /* the second */
+	answer_manifest(&r.f, m);                /* the third, */
+	fake_http_answer(&r.f, OK, NULL, LAYER); /* after the corruption */
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
 	struct err *e = NULL;
 	/* First pull: manifest and blob. */
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
-	CHECK_INT(r.f.nreq, 2);
+	CHECK_INT(fake_http_nreq(&r.f), 2);
 	/* Second pull of the tag: the manifest is asked for (tags move), the blob is not. */
 	buf_reset(&out);
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
 	CHECK_STR(out.data, LAYER);
-	CHECK_INT(r.f.nreq, 3);
-	CHECK_CONTAINS(fake_req(&r.f, 2), "/manifests/v1");
+	CHECK_INT(fake_http_nreq(&r.f), 3);
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "/manifests/v1");
 	/* A corrupted cache file is dropped and the blob fetched again. */
 	char *path = registry_cache_path(r.o.cache_dir, layer_digest);
 	write_file(path, "catalog: [corrupted]\n");
 	buf_reset(&out);
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
 	CHECK_STR(out.data, LAYER);
-	CHECK_INT(r.f.nreq, 5);
-	CHECK_CONTAINS(fake_req(&r.f, 4), "/blobs/sha256:");
+	CHECK_INT(fake_http_nreq(&r.f), 5);
+	CHECK_CONTAINS(fake_http_req(&r.f, 4), "/blobs/sha256:");
 	struct buf cached;
 	buf_init(&cached, 0);
 	CHECK(registry_cache_get(r.o.cache_dir, layer_digest, 1000, &cached));
 	CHECK_STR(cached.data, LAYER);
 	/* A digest-pinned reference needs no registry at all once cached. */
-	fake_stop(&r.f);
+	fake_http_stop(&r.f);
 	char *pinned = xasprintf("fns/catalog@%s", mdigest);
 	buf_reset(&out);
 	CHECK_INT(pull(&r, pinned, &out, digest, &e), 0);
@@ -1282,9 +1102,9 @@ TEST(image_config_from_an_index)
 	                                       "\",\"digest\":\"%s\",\"size\":%zu," PLATFORM(
 	                                               "linux", "amd64", "") "}]}",
 	        mdigest, strlen(manifest));
-	answer_text(&r.f, OK, "Content-Type: " DOCKER_LIST "\r\n", index);
-	answer_text(&r.f, OK, "Content-Type: " DOCKER_MANIFEST "\r\n", manifest);
-	answer_text(&r.f, OK, NULL, config);
+	fake_http_answer(&r.f, OK, "Content-Type: " DOCKER_LIST "\r\n", index);
+	fake_http_answer(&r.f, OK, "Content-Type: " DOCKER_MANIFEST "\r\n", manifest);
+	fake_http_answer(&r.f, OK, NULL, config);
 	struct oci_ref ref;
 	char *text = xasprintf("%s/fns/set-labels:v0.2", r.host);
 	struct err *e = NULL;
@@ -1301,13 +1121,13 @@ TEST(image_config_from_an_index)
 	CHECK(c.env && c.env[2] == NULL);
 	CHECK_STR(c.working_dir, "/work");
 	CHECK_STR(c.user, "nobody");
-	CHECK_INT(r.f.nreq, 3);
-	CHECK_CONTAINS(fake_req(&r.f, 0), "GET /v2/fns/set-labels/manifests/v0.2 HTTP/1.1");
+	CHECK_INT(fake_http_nreq(&r.f), 3);
+	CHECK_CONTAINS(fake_http_req(&r.f, 0), "GET /v2/fns/set-labels/manifests/v0.2 HTTP/1.1");
 	char *want = xasprintf("GET /v2/fns/set-labels/manifests/%s HTTP/1.1", mdigest);
-	CHECK_CONTAINS(fake_req(&r.f, 1), want);
+	CHECK_CONTAINS(fake_http_req(&r.f, 1), want);
 	free(want);
 	want = xasprintf("GET /v2/fns/set-labels/blobs/%s HTTP/1.1", cdigest);
-	CHECK_CONTAINS(fake_req(&r.f, 2), want);
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), want);
 	free(want);
 	registry_image_config_clear(&c);
 
@@ -1332,15 +1152,15 @@ TEST(redirect_to_a_blob_store_drops_the_authorization)
 	struct reg r;
 	reg_start(&r);
 	reg_auth(&r, AUTH_USER_PASS);
-	struct fake store;
-	fake_start(&store);
-	answer_text(&store, OK, NULL, LAYER);
-	answer_text(&r.f, "401 Unauthorized", BASIC_401, "");
+	struct fake_http store;
+	fake_http_start(&store, NULL, 0);
+	fake_http_answer(&store, OK, NULL, LAYER);
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
 	char *m = artifact_manifest(LAYER, strlen(LAYER));
 	answer_manifest(&r.f, m);
 	char *location =
 	        xasprintf("Location: http://127.0.0.1:%d/store/blob?sig=abc\r\n", store.port);
-	answer_text(&r.f, "307 Temporary Redirect", location, "");
+	fake_http_answer(&r.f, "307 Temporary Redirect", location, "");
 	struct buf out;
 	buf_init(&out, 0);
 	char digest[SHA256_DIGEST_LEN + 1];
@@ -1348,11 +1168,11 @@ TEST(redirect_to_a_blob_store_drops_the_authorization)
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
 	CHECK_STR(e ? e->msg : "", "");
 	CHECK_STR(out.data, LAYER);
-	CHECK_CONTAINS(fake_req(&r.f, 2), "/blobs/sha256:");
-	CHECK_CONTAINS(fake_req(&r.f, 2), "Authorization: Basic " AUTH_USER_PASS);
-	CHECK_CONTAINS(fake_req(&store, 0), "GET /store/blob?sig=abc HTTP/1.1");
-	CHECK(strstr(fake_req(&store, 0), "Authorization") == NULL);
-	fake_stop(&store);
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "/blobs/sha256:");
+	CHECK_CONTAINS(fake_http_req(&r.f, 2), "Authorization: Basic " AUTH_USER_PASS);
+	CHECK_CONTAINS(fake_http_req(&store, 0), "GET /store/blob?sig=abc HTTP/1.1");
+	CHECK(strstr(fake_http_req(&store, 0), "Authorization") == NULL);
+	fake_http_stop(&store);
 	free(location);
 	free(m);
 	buf_free(&out);
@@ -1364,20 +1184,20 @@ TEST(https_get)
 {
 	struct reg r;
 	reg_start(&r);
-	answer_text(&r.f, OK, "Content-Type: text/yaml\r\n", "catalog: []\n");
-	answer_text(&r.f, "404 Not Found", NULL, "no such catalog\n");
+	fake_http_answer(&r.f, OK, "Content-Type: text/yaml\r\n", "catalog: []\n");
+	fake_http_answer(&r.f, "404 Not Found", NULL, "no such catalog\n");
 	char big[300];
 	int h = snprintf(big, sizeof(big), "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
 	memset(big + h, 'x', sizeof(big) - (size_t)h);
-	answer_raw(&r.f, big, sizeof(big));
+	fake_http_answer_raw(&r.f, big, sizeof(big));
 	char *url = xasprintf("http://%s/catalogs/main.yaml", r.host);
 	struct buf out;
 	buf_init(&out, 0);
 	struct err *e = NULL;
 	CHECK_INT(registry_https_get(&r.o, url, 100, &out, &e), 0);
 	CHECK_STR(out.data, "catalog: []\n");
-	CHECK_CONTAINS(fake_req(&r.f, 0), "GET /catalogs/main.yaml HTTP/1.1");
-	CHECK(strstr(fake_req(&r.f, 0), "Authorization") == NULL);
+	CHECK_CONTAINS(fake_http_req(&r.f, 0), "GET /catalogs/main.yaml HTTP/1.1");
+	CHECK(strstr(fake_http_req(&r.f, 0), "Authorization") == NULL);
 	CHECK_INT(registry_https_get(&r.o, url, 100, &out, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_NET);
 	char *want = xasprintf("GET %s: 404 Not Found: \"no such catalog\"", url);
@@ -1387,14 +1207,14 @@ TEST(https_get)
 	want = xasprintf("GET %s: the response exceeds the limit of 100 bytes", url);
 	CHECK_STR(e ? e->msg : NULL, want);
 	free(want);
-	CHECK_INT(r.f.nreq, 3);
+	CHECK_INT(fake_http_nreq(&r.f), 3);
 	/* Only https:// without plain_http, and never another scheme. */
 	r.o.plain_http = false;
 	CHECK_INT(registry_https_get(&r.o, url, 100, &out, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_CONFIG);
 	CHECK_CONTAINS(e ? e->msg : NULL, "only https:// URLs are fetched");
 	CHECK_INT(registry_https_get(&r.o, "file:///etc/passwd", 100, &out, &e), -1);
-	CHECK_INT(r.f.nreq, 3);
+	CHECK_INT(fake_http_nreq(&r.f), 3);
 	CHECK_STR(out.data, "catalog: []\n"); /* failures left out alone */
 	free(url);
 	buf_free(&out);
@@ -1417,8 +1237,8 @@ TEST(deadline_and_cancel_stop_a_hanging_registry)
 {
 	struct reg r;
 	reg_start(&r);
-	add_step(&r.f, NULL, 0, true);
-	add_step(&r.f, NULL, 0, true);
+	fake_http_add(&r.f, &(struct fake_http_step){.hang = true});
+	fake_http_add(&r.f, &(struct fake_http_step){.hang = true});
 	r.o.deadline_ms = now_ms() + 300;
 	struct buf out;
 	buf_init(&out, 0);
