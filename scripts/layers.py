@@ -28,7 +28,7 @@ LAYERS = [
     ["fn"],
     ["catalog"],
     ["pod"],
-    ["kube", "mounts", "registry"],
+    ["kube", "mounts", "registry", "agent"],
     ["config"],
     ["base"],
 ]

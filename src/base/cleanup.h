@@ -13,6 +13,7 @@
 #define KRMPOD_CLEANUP_H
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -33,6 +34,11 @@ static inline void cleanup_filep(FILE **f)
 {
 	if (*f)
 		fclose(*f);
+}
+static inline void cleanup_dirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
 }
 static inline void cleanup_errp(struct err **e)
 {
@@ -59,6 +65,7 @@ static inline void cleanup_yaml_eventp(yaml_event_t *e)
 #define cleanup_free        __attribute__((cleanup(cleanup_freep)))
 #define cleanup_close       __attribute__((cleanup(cleanup_closep)))
 #define cleanup_file        __attribute__((cleanup(cleanup_filep)))
+#define cleanup_dir         __attribute__((cleanup(cleanup_dirp)))
 #define cleanup_err         __attribute__((cleanup(cleanup_errp)))
 #define cleanup_curl        __attribute__((cleanup(cleanup_curlp)))
 #define cleanup_slist       __attribute__((cleanup(cleanup_slistp)))

@@ -1,10 +1,13 @@
 /* fdio.c — see fdio.h. */
 #include "base/fdio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
@@ -79,4 +82,101 @@ int tmp_dir_make(const char *prefix, const char *what, char **out, struct err **
 	}
 	*out = path;
 	return 0;
+}
+
+/* The first failure of a removal, kept while it goes on with the rest. */
+struct removal {
+	const char *what;
+	struct err *first;
+};
+
+static void removal_failed(struct removal *r, const char *name, const char *op, int errnum)
+{
+	if (r->first == NULL)
+		err_set(&r->first, ERR_IO, "cannot remove %s from %s (%s): %s", name, r->what, op,
+		        strerror(errnum));
+}
+
+static void empty_at(int fd, const char *keep, int depth, struct removal *r);
+
+/* Removes the entry `name` of dirfd, a directory's content first. */
+static void remove_at(int parent, const char *name, int depth, struct removal *r)
+{
+	if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+		return;
+	if (errno != EISDIR && errno != EPERM) {
+		removal_failed(r, name, "unlink", errno);
+		return;
+	}
+	if (depth >= FD_TREE_DEPTH) {
+		removal_failed(r, name, "nested too deep", ELOOP);
+		return;
+	}
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		removal_failed(r, name, "open", errno);
+		return;
+	}
+	fchmod(fd, 0700); /* a read-only directory's entries cannot be removed */
+	empty_at(fd, NULL, depth + 1, r);
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		removal_failed(r, name, "rmdir", errno);
+}
+
+/* fd is consumed. */
+static void empty_at(int fd, const char *keep, int depth, struct removal *r)
+{
+	DIR *d = fdopendir(fd);
+	if (d == NULL) {
+		removal_failed(r, ".", "read", errno);
+		close(fd);
+		return;
+	}
+	for (;;) {
+		/* Entries are removed while the directory is read: start over until it is empty
+		 * (readdir may skip entries of a directory that changes under it). */
+		bool removed = false;
+		rewinddir(d);
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+			    (keep && strcmp(e->d_name, keep) == 0))
+				continue;
+			struct err *before = r->first;
+			remove_at(dirfd(d), e->d_name, depth, r);
+			removed = removed || r->first == before;
+		}
+		if (!removed || r->first)
+			break;
+	}
+	closedir(d);
+}
+
+int fd_empty_dir(int dir, const char *keep, const char *what, struct err **err)
+{
+	int fd = dup(dir);
+	if (fd < 0)
+		return err_set(err, ERR_IO, "cannot read %s: %s", what, strerror(errno));
+	struct removal r = {what, NULL};
+	empty_at(fd, keep, 0, &r);
+	if (r.first == NULL)
+		return 0;
+	if (err)
+		*err = r.first;
+	else
+		err_free(r.first);
+	return -1;
+}
+
+int fd_remove_tree(const char *path, const char *what, struct err **err)
+{
+	struct removal r = {what, NULL};
+	remove_at(AT_FDCWD, path, 0, &r);
+	if (r.first == NULL)
+		return 0;
+	if (err)
+		*err = r.first;
+	else
+		err_free(r.first);
+	return -1;
 }

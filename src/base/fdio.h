@@ -27,4 +27,16 @@ int tmp_file_make(const char *prefix, const char *what, char **path_out, struct 
  * free. Fails with ERR_IO naming the path, `what` it is for, and TMPDIR. */
 int tmp_dir_make(const char *prefix, const char *what, char **out, struct err **err);
 
+/* Removes everything inside the directory dir (not the directory itself) except the entry
+ * named `keep` (NULL: none), like `rm -rf` but never following a symlink (entries are
+ * opened with O_NOFOLLOW relative to their parent; directories are made writable before
+ * they are emptied). At most FD_TREE_DEPTH levels. Fails with ERR_IO naming `what` and the
+ * first entry that could not be removed (it goes on with the rest). */
+#define FD_TREE_DEPTH 256
+int fd_empty_dir(int dir, const char *keep, const char *what, struct err **err);
+
+/* Removes the tree at path (a file, a symlink or a directory), as above. A missing path is
+ * fine. */
+int fd_remove_tree(const char *path, const char *what, struct err **err);
+
 #endif

@@ -22,6 +22,9 @@
 /* Bytes of stdin read ahead of the WebSocket (flow control). */
 #define LIMIT_STDIN_CHUNK (64u << 10)
 
+/* The header line of an exec-mode call (agent.h): the function's argv and env. */
+#define LIMIT_CALL_HEADER (256u << 10)
+
 /* The manifests `krmpod generate` holds until kustomize succeeded. */
 #define LIMIT_GENERATE_OUTPUT (256u << 20)
 /* A kustomization or function config file read by discover / init. */

@@ -34,11 +34,7 @@ void catalog_store_open(const struct settings *s, volatile sig_atomic_t *cancel,
 {
 	struct catalog_store *st = xcalloc(1, sizeof(*st));
 	st->s = s;
-	st->ro = (struct registry_opts){.ca_file = s->registry_ca,
-	                                .auth_file = s->registry_auth,
-	                                .cache_dir = s->cache_dir,
-	                                .deadline_ms = deadline_ms,
-	                                .cancel = cancel};
+	registry_opts_init(&st->ro, s, cancel, deadline_ms);
 	*out = st;
 }
 

@@ -27,6 +27,13 @@ int cmd_doctor(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod unpack DIR`: inside a function pod, receives its mounts (a tar on stdin) into
  * DIR. argv[0] is "unpack". */
 int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err);
+
+/* Inside an exec-mode function pod (agent.h): `krmpod install-self DIR` (its init
+ * container), `krmpod hold` (the function container's command) and `krmpod call WORKDIR`
+ * (one call, through pods/exec: the function's exit status is the exit code). */
+int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err);
+int cmd_hold(int argc, char **argv, int *exit_code, struct err **err);
+int cmd_call(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod gc [--dry-run] [--older-than D]`: deletes function pods no shim will delete. */
 int cmd_gc(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod catalog view|validate ...`: what catalogs say and whether they are trusted. */

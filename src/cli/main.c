@@ -37,6 +37,13 @@ static const struct role commands[] = {
          "functions namespace"},
         {"unpack", cmd_unpack, false,
          "unpack DIR < archive              inside function pods: receive the mounts into DIR"},
+        {"install-self", cmd_install_self, false,
+         "install-self DIR                  inside exec-mode pods: copy krmpod into DIR"},
+        {"hold", cmd_hold, false,
+         "hold                              inside exec-mode pods: the function container's "
+         "PID 1"},
+        {"call", cmd_call, true,
+         "call WORKDIR < header+input       inside exec-mode pods: one function call"},
         {"gc", cmd_gc, false,
          "gc [--dry-run] [--older-than D]     delete leftover function pods (finished, or past "
          "their deadline)"},

@@ -14,6 +14,7 @@
 
 #include "base/cleanup.h"
 #include "base/fdio.h"
+#include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 
@@ -157,30 +158,9 @@ int tree_copy(const char *const *dirs, size_t n, char **root, char **ancestor, s
 	return 0;
 }
 
-static void remove_all(const char *path)
-{
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return;
-	if (!S_ISDIR(st.st_mode)) {
-		unlink(path);
-		return;
-	}
-	DIR *d = opendir(path);
-	struct dirent *e;
-	while (d && (e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		cleanup_free char *child = xasprintf("%s/%s", path, e->d_name);
-		remove_all(child);
-	}
-	if (d)
-		closedir(d);
-	rmdir(path);
-}
-
 void tree_copy_remove(const char *root)
 {
-	if (root)
-		remove_all(root);
+	cleanup_err struct err *e = NULL;
+	if (root && fd_remove_tree(root, "the private copy of the tree", &e) < 0)
+		log_warn("%s", e->msg);
 }

@@ -21,5 +21,8 @@ void fn_request_clear(struct fn_request *req)
 		free(req->mounts[i].spec);
 	}
 	free(req->mounts);
+	for (size_t i = 0; req->exec_argv && req->exec_argv[i]; i++)
+		free(req->exec_argv[i]);
+	free(req->exec_argv);
 	memset(req, 0, sizeof(*req));
 }

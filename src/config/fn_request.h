@@ -46,6 +46,9 @@ struct fn_request {
 	bool want_stdin;         /* -i / -a STDIN */
 	struct fn_mount *mounts; /* --mount flags, in the order given (index = volume number) */
 	size_t n_mounts;
+	/* Exec mode (KRMPOD_MODE=exec, fn_image.h): what `krmpod call` runs in the pod, the
+	 * image's entrypoint and its cmd (or args), NULL-terminated; NULL in attach mode. */
+	char **exec_argv;
 };
 
 void fn_request_clear(struct fn_request *req);

@@ -503,6 +503,8 @@ static int load_policy(char *const *e, struct settings *s, struct err **err)
 	return d ? settings_parse_bool("KRMPOD_REQUIRE_DIGEST", d, &s->require_digest, err) : 0;
 }
 
+static int load_mirrors(char *const *e, struct settings *s, struct err **err);
+
 /* The catalogs, the image policy, and where catalogs and images are fetched from. */
 static int load_catalogs(char *const *e, struct settings *s, struct err **err)
 {
@@ -519,6 +521,51 @@ static int load_catalogs(char *const *e, struct settings *s, struct err **err)
 	load_string(e, "KRMPOD_POLICY_FILE", &s->policy_file);
 	const char *c = settings_env(e, "KRMPOD_CACHE_DIR");
 	s->cache_dir = c ? xstrdup(c) : xasprintf("%s/krmpod-cache", tmp_dir());
+	return load_mirrors(e, s, err);
+}
+
+/* KRMPOD_REGISTRY_MIRRORS: "registry=host[:port],..." */
+static int load_mirrors(char *const *e, struct settings *s, struct err **err)
+{
+	const char *v = settings_env(e, "KRMPOD_REGISTRY_MIRRORS");
+	if (v == NULL)
+		return 0;
+	cleanup_free char *copy = xstrdup(v);
+	char *save = NULL;
+	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(p, '=');
+		if (eq == NULL || eq == p || eq[1] == '\0' || strpbrk(p, " \t/@"))
+			return err_set(
+			        err, ERR_CONFIG,
+			        "KRMPOD_REGISTRY_MIRRORS=%s: \"%s\" is not registry=host[:port] "
+			        "(e.g. docker.io=mirror.example.co:5000)",
+			        v, p);
+		*eq = '\0';
+		s->registry_mirrors =
+		        xrealloc(s->registry_mirrors,
+		                 (s->n_registry_mirrors + 1) * sizeof(*s->registry_mirrors));
+		s->registry_mirrors[s->n_registry_mirrors].key = xstrdup(p);
+		s->registry_mirrors[s->n_registry_mirrors].value = xstrdup(eq + 1);
+		s->n_registry_mirrors++;
+	}
+	return 0;
+}
+
+/* KRMPOD_MODE, and what exec mode needs. */
+static int load_mode(char *const *e, struct settings *s, struct err **err)
+{
+	const char *v = settings_env(e, "KRMPOD_MODE");
+	if (v == NULL || strcmp(v, "attach") == 0)
+		s->mode = FN_MODE_ATTACH;
+	else if (strcmp(v, "exec") == 0)
+		s->mode = FN_MODE_EXEC;
+	else
+		return err_set(err, ERR_CONFIG, "KRMPOD_MODE=%s: use attach or exec", v);
+	if (s->mode == FN_MODE_EXEC && s->helper_image == NULL)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "KRMPOD_MODE=exec needs KRMPOD_HELPER_IMAGE (krmpod's own image: its "
+		        "init container puts krmpod into the function pod)");
 	return 0;
 }
 
@@ -559,7 +606,7 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	if (mmax &&
 	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
 		return -1;
-	if (load_catalogs(e, s, err) < 0)
+	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0)
 		return -1;
 	return fit_start_timeout(e, s, err);
 }
@@ -607,5 +654,10 @@ void settings_clear(struct settings *s)
 	free(s->registry_auth);
 	free(s->cache_dir);
 	free(s->policy_file);
+	for (size_t i = 0; i < s->n_registry_mirrors; i++) {
+		free(s->registry_mirrors[i].key);
+		free(s->registry_mirrors[i].value);
+	}
+	free(s->registry_mirrors);
 	memset(s, 0, sizeof(*s));
 }

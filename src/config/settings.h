@@ -26,6 +26,12 @@ struct label {
 	char *value;
 };
 
+/* KRMPOD_MODE: how a function's streams reach it (docs/internals/exec-mode.md). */
+enum fn_mode {
+	FN_MODE_ATTACH = 0, /* the image's entrypoint runs; attach; the exit code from the status */
+	FN_MODE_EXEC,       /* the pod holds; the function runs through pods/exec (krmpod call) */
+};
+
 struct settings {
 	char *namespace;          /* KRMPOD_NAMESPACE, or NULL: use the config's namespace */
 	int64_t start_timeout_ms; /* KRMPOD_START_TIMEOUT (default 120s) */
@@ -91,6 +97,13 @@ struct settings {
 	char *registry_auth; /* KRMPOD_REGISTRY_AUTH: a dockerconfigjson with credentials */
 	char *cache_dir;     /* KRMPOD_CACHE_DIR (default $TMPDIR/krmpod-cache) */
 	char *policy_file;   /* KRMPOD_POLICY_FILE: the policy generate resolved for its shims */
+	/* KRMPOD_MODE=attach|exec (default attach). exec needs KRMPOD_HELPER_IMAGE; a function
+	 * whose image config cannot be read from its registry runs in attach mode. */
+	enum fn_mode mode;
+	/* KRMPOD_REGISTRY_MIRRORS "registry=host[:port],...": where a registry's API is read
+	 * instead (image configs and OCI catalogs), for air-gapped clusters and tests. */
+	struct label *registry_mirrors;
+	size_t n_registry_mirrors;
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u

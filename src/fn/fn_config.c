@@ -6,10 +6,13 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/signals.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "fn/fn_image.h"
 #include "kube/kube_api.h"
 #include "pod/pod_spec.h"
 #include "pod/pod_template.h"
@@ -89,8 +92,8 @@ int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct 
 	return pod_template_adopt(s, doc, what, err);
 }
 
-int fn_config_apply_request(struct settings *s, struct kube_config *cfg,
-                            const struct fn_request *req, struct err **err)
+int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct fn_request *req,
+                            struct err **err)
 {
 	if (req->network == FN_NETWORK_HOST && !s->allow_network)
 		return err_set(err, ERR_USAGE,
@@ -101,10 +104,10 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg,
 	if (fn_config_load_template(s, cfg, err) < 0 ||
 	    settings_apply_overrides(s, req->image, err) < 0)
 		return -1;
-	return 0;
+	return fn_image_resolve(s, req, &signals_cancel, now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS, err);
 }
 
-int fn_config_resolve(char *const *envp, struct kube_config *cfg, const struct fn_request *req,
+int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_request *req,
                       struct settings *out, struct err **err)
 {
 	if (fn_config_base(envp, cfg, out, err) < 0)

@@ -17,8 +17,9 @@
  *    OwnerRefInvalidNamespace). The shipped install (repo-server in argocd, functions in
  *    krmpod-functions) is exactly that case.
  *  - per request: the network rule (KRMPOD_ALLOW_NETWORK), the PodTemplate
- *    (KRMPOD_POD_TEMPLATE: a file, or a name read with one GET), and the per-function
- *    resource limits recorded for the image (KRMPOD_FN_OVERRIDES).
+ *    (KRMPOD_POD_TEMPLATE: a file, or a name read with one GET), the per-function
+ *    resource limits recorded for the image (KRMPOD_FN_OVERRIDES), and under
+ *    KRMPOD_MODE=exec the image's entrypoint (its config, from its registry).
  */
 #ifndef KRMPOD_FN_CONFIG_H
 #define KRMPOD_FN_CONFIG_H
@@ -48,14 +49,16 @@ int fn_config_base(char *const *envp, const struct kube_config *cfg, struct sett
 int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct err **err);
 
 /* The rules for running req on top of s: the network rule (ERR_USAGE naming the image and
- * KRMPOD_ALLOW_NETWORK), the PodTemplate and the image's resource limits. On failure s
- * is left for the caller to clear. */
-int fn_config_apply_request(struct settings *s, struct kube_config *cfg,
-                            const struct fn_request *req, struct err **err);
+ * KRMPOD_ALLOW_NETWORK), the PodTemplate, the image's resource limits, and in exec mode
+ * what the image runs (fn_image.h: req->exec_argv; at most FN_IMAGE_FETCH_TIMEOUT_MS for
+ * its registry). On failure s is left for the caller to clear. */
+#define FN_IMAGE_FETCH_TIMEOUT_MS 10000
+int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct fn_request *req,
+                            struct err **err);
 
 /* The settings for running req: fn_config_base(), then fn_config_apply_request().
  * On failure *out is cleared. */
-int fn_config_resolve(char *const *envp, struct kube_config *cfg, const struct fn_request *req,
+int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_request *req,
                       struct settings *out, struct err **err);
 
 /* The identity of the pod req runs in under s (resolved above): FNV-1a 64 of its canonical

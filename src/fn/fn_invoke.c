@@ -52,8 +52,8 @@ static int check_policy(const struct settings *s, const struct fn_request *req,
 	return rc;
 }
 
-int fn_invoke(char *const *envp, const struct fn_request *req, const struct fn_io *io,
-              int *exit_code, struct err **err)
+int fn_invoke(char *const *envp, struct fn_request *req, const struct fn_io *io, int *exit_code,
+              struct err **err)
 {
 	*exit_code = -1;
 	struct settings s;

@@ -8,8 +8,9 @@
 #include "config/fn_request.h"
 #include "fn/fn_run.h"
 
-/* Runs req with the settings in envp (NAME=VALUE strings). Returns like fn_run(). */
-int fn_invoke(char *const *envp, const struct fn_request *req, const struct fn_io *io,
-              int *exit_code, struct err **err);
+/* Runs req with the settings in envp (NAME=VALUE strings); the settings complete req (exec
+ * mode's argv). Returns like fn_run(). */
+int fn_invoke(char *const *envp, struct fn_request *req, const struct fn_io *io, int *exit_code,
+              struct err **err);
 
 #endif

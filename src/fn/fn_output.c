@@ -218,8 +218,7 @@ static int attach(struct fn_pod *p, struct pod_state *st, const struct fn_io *io
 	return err_wrap(err, "attach to pod %s/%s", fn_pod_namespace(p), fn_pod_name(p));
 }
 
-/* Names the failure of a stream that did not end cleanly. */
-static int stream_failed(struct fn_pod *p, struct err **err)
+int fn_output_stream_failed(struct fn_pod *p, struct err **err)
 {
 	const char *ns = fn_pod_namespace(p), *pod = fn_pod_name(p);
 	if (fn_pod_is_cancelled(p))
@@ -292,7 +291,7 @@ int fn_output_stream(struct fn_pod *p, struct pod_state *st, const struct fn_io 
 			err_wrap(err, "the attach found no running container (%s)",
 			         res.status_message);
 	} else {
-		stream_failed(p, err);
+		fn_output_stream_failed(p, err);
 	}
 	if (rc == 0)
 		rc = finish(p, st, io, &k, &res, no_container, err);

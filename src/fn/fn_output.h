@@ -39,6 +39,10 @@ int fn_output_from_log(struct fn_pod *p, const struct pod_state *st, const struc
 int fn_output_stream(struct fn_pod *p, struct pod_state *st, const struct fn_io *io,
                      struct err **err);
 
+/* Names the failure of a stream (attach or exec) that did not end cleanly: cancelled, past
+ * KRMPOD_TIMEOUT, or lost; the output is incomplete. Returns -1. */
+int fn_output_stream_failed(struct fn_pod *p, struct err **err);
+
 /* Lines up the pod log of a container that has ended with what the attach delivered
  * (`attached` bytes of stdout and stderr, the first `prefix_len` of them in `prefix`). The
  * log holds what the container wrote before the attach began, then everything it wrote

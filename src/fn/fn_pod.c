@@ -293,10 +293,10 @@ void fn_pod_state(struct fn_pod *p, struct pod_state *st)
 
 /* --- streams ------------------------------------------------------------------------------ */
 
-int fn_pod_attach(struct fn_pod *p, const char *container, bool want_stdin,
-                  struct kube_stream_opts *o, struct kube_stream **out, struct err **err)
+/* Opens the stream at path (attach or exec) under the run's deadline and cancellation. */
+static int open_stream(struct fn_pod *p, const char *path, struct kube_stream_opts *o,
+                       struct kube_stream **out, struct err **err)
 {
-	cleanup_free char *path = kube_api_pod_attach_path(p->ns, p->name, container, want_stdin);
 	o->path = path;
 	o->cancel = p->cancel;
 	o->deadline_ms = p->deadline;
@@ -304,6 +304,21 @@ int fn_pod_attach(struct fn_pod *p, const char *container, bool want_stdin,
 	int rc = kube_stream_open(p->cfg, o, out, err);
 	o->path = NULL;
 	return rc;
+}
+
+int fn_pod_attach(struct fn_pod *p, const char *container, bool want_stdin,
+                  struct kube_stream_opts *o, struct kube_stream **out, struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_attach_path(p->ns, p->name, container, want_stdin);
+	return open_stream(p, path, o, out, err);
+}
+
+int fn_pod_exec(struct fn_pod *p, const char *const *command, struct kube_stream_opts *o,
+                struct kube_stream **out, struct err **err)
+{
+	cleanup_free char *path =
+	        kube_api_pod_exec_path(p->ns, p->name, POD_CONTAINER_NAME, command);
+	return open_stream(p, path, o, out, err);
 }
 
 struct log_sink {

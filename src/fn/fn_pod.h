@@ -79,6 +79,11 @@ void fn_pod_state(struct fn_pod *p, struct pod_state *st);
 int fn_pod_attach(struct fn_pod *p, const char *container, bool want_stdin,
                   struct kube_stream_opts *o, struct kube_stream **out, struct err **err);
 
+/* Opens a pods/exec of command in the function container, with stdin, stdout and stderr
+ * (o as for fn_pod_attach). Counted in the summary. */
+int fn_pod_exec(struct fn_pod *p, const char *const *command, struct kube_stream_opts *o,
+                struct kube_stream **out, struct err **err);
+
 /* GETs the function container's log, at most `limit` bytes (limitBytes), keeping its first
  * `head` bytes in out (memory stays bounded) and its length in *total. */
 int fn_pod_read_log(struct fn_pod *p, size_t limit, size_t head, struct buf *out, size_t *total,

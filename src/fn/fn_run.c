@@ -2,8 +2,26 @@
 #include "fn/fn_run.h"
 
 #include "base/cleanup.h"
+#include "fn/fn_exec.h"
 #include "fn/fn_mounts.h"
 #include "fn/fn_pod.h"
+
+/* Exec mode: the pod holds; the call's exec stream carries the exit code. */
+static int run_exec(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
+                    int *exit_code, struct err **err)
+{
+	if (st->cstate == CS_TERMINATED)
+		return err_set(
+		        err, ERR_API,
+		        "function %s: pod %s/%s: its container (krmpod hold) ended with code "
+		        "%d before the call: %s",
+		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		        st->exit_code, st->c_reason[0] ? st->c_reason : "no reason given");
+	if (fn_exec_call(p, io, exit_code, err) < 0)
+		return -1;
+	fn_pod_mark_done(p);
+	return 0;
+}
 
 /* Everything after the pod handle exists: the pod's life up to its exit code. */
 static int run_in_pod(struct fn_pod *p, const struct mount_plan *plan, const struct fn_io *io,
@@ -16,6 +34,8 @@ static int run_in_pod(struct fn_pod *p, const struct mount_plan *plan, const str
 	struct pod_state st;
 	if (fn_pod_wait_started(p, &st, err) < 0)
 		return -1;
+	if (fn_pod_request(p)->exec_argv)
+		return run_exec(p, &st, io, exit_code, err);
 	int rc = st.cstate == CS_TERMINATED ? fn_output_from_log(p, &st, io, err)
 	                                    : fn_output_stream(p, &st, io, err);
 	if (rc < 0)

@@ -50,6 +50,21 @@ char *kube_api_pod_attach_path(const char *ns, const char *pod, const char *cont
 	                 ns, pod, c, want_stdin ? "true" : "false");
 }
 
+char *kube_api_pod_exec_path(const char *ns, const char *pod, const char *container,
+                             const char *const *command)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	cleanup_free char *c = url_query_escape(container);
+	buf_printf(&b, CORE "%s/pods/%s/exec?container=%s", ns, pod, c);
+	for (size_t i = 0; command[i]; i++) {
+		cleanup_free char *arg = url_query_escape(command[i]);
+		buf_printf(&b, "&command=%s", arg);
+	}
+	buf_puts(&b, "&stdin=true&stdout=true&stderr=true&tty=false");
+	return buf_steal(&b, NULL);
+}
+
 void kube_api_stream_path_parts(const char *path, char **ns, char **subresource)
 {
 	*ns = *subresource = NULL;

@@ -39,6 +39,10 @@ char *kube_api_pod_log_path(const char *ns, const char *pod, const char *contain
 char *kube_api_pod_attach_path(const char *ns, const char *pod, const char *container,
                                bool want_stdin);
 
+/* pods/exec of command (NULL-terminated) in container: stdin, stdout and stderr, no tty. */
+char *kube_api_pod_exec_path(const char *ns, const char *pod, const char *container,
+                             const char *const *command);
+
 /* The namespace and the subresource ("attach", "exec") of a stream path built above.
  * New strings; "(unknown)" and "attach" when the path is not of that form. */
 void kube_api_stream_path_parts(const char *path, char **ns, char **subresource);

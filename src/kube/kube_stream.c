@@ -104,12 +104,38 @@ static int sink(void *ud, int channel, const char *data, size_t len, struct err 
 	return s->o.err_fd >= 0 ? fd_write_all(s->o.err_fd, data, len, "stderr", err) : 0;
 }
 
+/* Hands n bytes to the service thread through the slot; false when the stream stops. */
+static bool put_slot(struct kube_stream *s, const void *data, size_t n)
+{
+	pthread_mutex_lock(&s->lock);
+	while (s->slot_full && !s->stop_reader)
+		pthread_cond_wait(&s->cond, &s->lock);
+	bool stop = s->stop_reader;
+	if (!stop) {
+		memcpy(s->slot + LWS_PRE + 1, data, n);
+		s->slot_len = n;
+		s->slot_full = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	lws_cancel_service(s->ctx);
+	return !stop;
+}
+
 static void *reader_main(void *arg)
 {
 	struct kube_stream *s = arg;
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* The prefix first (an exec-mode call's header), then in_fd. */
+	for (size_t off = 0; off < s->o.in_prefix_len;) {
+		size_t n = s->o.in_prefix_len - off;
+		if (n > LIMIT_STDIN_CHUNK)
+			n = LIMIT_STDIN_CHUNK;
+		if (!put_slot(s, s->o.in_prefix + off, n))
+			return NULL;
+		off += n;
+	}
 	unsigned char *chunk = xmalloc(LIMIT_STDIN_CHUNK);
 	for (;;) {
 		struct pollfd p = {.fd = s->o.in_fd, .events = POLLIN};
@@ -123,28 +149,24 @@ static void *reader_main(void *arg)
 		ssize_t n = read(s->o.in_fd, chunk, LIMIT_STDIN_CHUNK);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
+		if (n > 0) {
+			if (!put_slot(s, chunk, (size_t)n))
+				break;
+			continue;
+		}
+		int e = errno;
 		pthread_mutex_lock(&s->lock);
 		while (s->slot_full && !s->stop_reader)
 			pthread_cond_wait(&s->cond, &s->lock);
-		if (s->stop_reader) {
-			pthread_mutex_unlock(&s->lock);
-			break;
-		}
 		if (n < 0) {
 			s->in_error = true;
-			s->in_errno = errno;
-		} else if (n == 0) {
-			s->in_eof = true;
+			s->in_errno = e;
 		} else {
-			memcpy(s->slot + LWS_PRE + 1, chunk, (size_t)n);
-			s->slot_len = (size_t)n;
-			s->slot_full = true;
+			s->in_eof = true;
 		}
-		bool done = n <= 0;
 		pthread_mutex_unlock(&s->lock);
 		lws_cancel_service(s->ctx);
-		if (done)
-			break;
+		break;
 	}
 	free(chunk);
 	return NULL;

@@ -30,7 +30,10 @@
 struct kube_stream_opts {
 	/* Request path with query, from kube_api.h (the server's path prefix goes before it). */
 	const char *path;
-	int in_fd;  /* stdin source, or -1 for no stdin */
+	int in_fd; /* stdin source, or -1 for no stdin */
+	/* Sent as stdin before in_fd's bytes (with in_fd >= 0); borrowed, may be NULL. */
+	const char *in_prefix;
+	size_t in_prefix_len;
 	int out_fd; /* where channel 1 goes, or -1 to drop */
 	int err_fd; /* where channel 2 goes, or -1 to drop */
 	/* Keep a copy of the first `capture_prefix` bytes of output (stdout and stderr merged in

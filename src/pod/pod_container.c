@@ -24,3 +24,26 @@ void pod_container_write_security_context(struct jw *w)
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
+
+/* Resources of krmpod's init containers: they only copy bytes. */
+#define HELPER_CPU_REQUEST    "10m"
+#define HELPER_CPU_LIMIT      "500m"
+#define HELPER_MEMORY_REQUEST "16Mi"
+#define HELPER_MEMORY_LIMIT   "64Mi"
+
+void pod_container_write_helper_resources(struct jw *w)
+{
+	jw_key(w, "resources");
+	jw_obj_begin(w);
+	jw_key(w, "requests");
+	jw_obj_begin(w);
+	jw_kv_str(w, "cpu", HELPER_CPU_REQUEST);
+	jw_kv_str(w, "memory", HELPER_MEMORY_REQUEST);
+	jw_obj_end(w);
+	jw_key(w, "limits");
+	jw_obj_begin(w);
+	jw_kv_str(w, "cpu", HELPER_CPU_LIMIT);
+	jw_kv_str(w, "memory", HELPER_MEMORY_LIMIT);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}

@@ -1,5 +1,6 @@
 /* pod_container.h — what every container of a function pod gets, whichever writes it: the
- * function container (pod_spec.c) and the mounts init container (pod_mounts.c). */
+ * function container (pod_spec.c), the mounts init container (pod_mounts.c) and the exec
+ * mode's init container (pod_agent.c). */
 #ifndef KRMPOD_POD_CONTAINER_H
 #define KRMPOD_POD_CONTAINER_H
 
@@ -16,5 +17,9 @@ void pod_container_write_security_context(struct jw *w);
  * ends); without, neither: the process's stdin is empty (/dev/null), like `docker run`
  * without -i, and the attach asks only for stdout and stderr. */
 void pod_container_write_attach_fields(struct jw *w, bool stdin_);
+
+/* Writes "resources" for krmpod's own init containers: they only copy bytes (10m/16Mi
+ * requested, 500m/64Mi at most). */
+void pod_container_write_helper_resources(struct jw *w);
 
 #endif

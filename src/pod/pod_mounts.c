@@ -7,12 +7,6 @@
 #include "pod/pod_container.h"
 #include "pod/pod_names.h"
 
-/* Resources of the init container: it only copies bytes from its stdin to files. */
-#define HELPER_CPU_REQUEST    "10m"
-#define HELPER_CPU_LIMIT      "500m"
-#define HELPER_MEMORY_REQUEST "16Mi"
-#define HELPER_MEMORY_LIMIT   "64Mi"
-
 bool pod_mounts_need_helper(const struct fn_request *req)
 {
 	for (size_t i = 0; i < req->n_mounts; i++)
@@ -26,30 +20,9 @@ static void volume_name(char *out, size_t size, size_t i)
 	snprintf(out, size, POD_MOUNT_VOLUME_PREFIX "%zu", i);
 }
 
-static void write_resources(struct jw *w)
+void pod_mounts_write_init_container(struct jw *w, const struct fn_request *req,
+                                     const struct settings *s)
 {
-	jw_key(w, "resources");
-	jw_obj_begin(w);
-	jw_key(w, "requests");
-	jw_obj_begin(w);
-	jw_kv_str(w, "cpu", HELPER_CPU_REQUEST);
-	jw_kv_str(w, "memory", HELPER_MEMORY_REQUEST);
-	jw_obj_end(w);
-	jw_key(w, "limits");
-	jw_obj_begin(w);
-	jw_kv_str(w, "cpu", HELPER_CPU_LIMIT);
-	jw_kv_str(w, "memory", HELPER_MEMORY_LIMIT);
-	jw_obj_end(w);
-	jw_obj_end(w);
-}
-
-void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req,
-                                      const struct settings *s)
-{
-	if (!pod_mounts_need_helper(req))
-		return;
-	jw_key(w, "initContainers");
-	jw_arr_begin(w);
 	jw_obj_begin(w);
 	jw_kv_str(w, "name", POD_MOUNTS_CONTAINER_NAME);
 	jw_kv_str(w, "image", s->helper_image ? s->helper_image : "");
@@ -69,7 +42,7 @@ void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req
 	jw_kv_str(w, "value", max);
 	jw_obj_end(w);
 	jw_arr_end(w);
-	write_resources(w);
+	pod_container_write_helper_resources(w);
 	pod_container_write_security_context(w);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	jw_key(w, "volumeMounts");
@@ -87,7 +60,6 @@ void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req
 	}
 	jw_arr_end(w);
 	jw_obj_end(w);
-	jw_arr_end(w);
 }
 
 void pod_mounts_write_volume_mounts(struct jw *w, const struct fn_request *req)

@@ -22,11 +22,10 @@
 /* Whether req needs the `mounts` init container (it has a bind mount). */
 bool pod_mounts_need_helper(const struct fn_request *req);
 
-/* Writes `"initContainers": [the mounts container]` into the pod spec object being written,
- * when req needs it; nothing otherwise. s->helper_image must be set then (fn_mounts_prepare
- * checked it). */
-void pod_mounts_write_init_containers(struct jw *w, const struct fn_request *req,
-                                      const struct settings *s);
+/* Writes the mounts init container (an element of "initContainers"), for a req that needs
+ * it. s->helper_image must be set (fn_mounts_prepare checked it). */
+void pod_mounts_write_init_container(struct jw *w, const struct fn_request *req,
+                                     const struct settings *s);
 
 /* Writes the function container's volumeMounts for req's mounts as array elements (the
  * caller writes the array). */

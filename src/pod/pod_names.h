@@ -21,4 +21,13 @@
 #define POD_MOUNTS_DIR            "/krmpod/mounts"
 #define POD_MOUNT_VOLUME_PREFIX   "krmpod-mount-"
 
+/* Exec mode (pod_agent.h): the init container that installs krmpod, where it goes, and
+ * the work directory `krmpod call` gives each call. */
+#define POD_AGENT_CONTAINER_NAME "krmpod"
+#define POD_AGENT_BIN_VOLUME     "krmpod-bin"
+#define POD_AGENT_BIN_DIR        "/krmpod/bin"
+#define POD_AGENT_BINARY         POD_AGENT_BIN_DIR "/krmpod"
+#define POD_AGENT_WORK_VOLUME    "krmpod-work"
+#define POD_AGENT_WORK_DIR       "/krmpod/work"
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "pod/pod_agent.h"
 #include "pod/pod_container.h"
 #include "pod/pod_mounts.h"
 #include "pod/pod_names.h"
@@ -125,13 +126,15 @@ static void write_volume_mounts(struct jw *w, const struct fn_request *req,
                                 const struct settings *s)
 {
 	const struct json *tm = json_get(pod_template_container(s->template), "volumeMounts");
-	if (json_len(tm) == 0 && req->n_mounts == 0)
+	if (json_len(tm) == 0 && req->n_mounts == 0 && req->exec_argv == NULL)
 		return;
 	jw_key(w, "volumeMounts");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < json_len(tm); i++)
 		json_write(w, json_at(tm, i));
 	pod_mounts_write_volume_mounts(w, req);
+	if (req->exec_argv)
+		pod_agent_write_volume_mounts(w);
 	jw_arr_end(w);
 }
 
@@ -139,13 +142,15 @@ static void write_volume_mounts(struct jw *w, const struct fn_request *req,
 static void write_volumes(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	const struct json *tv = json_path(s->template, "spec.volumes");
-	if (json_len(tv) == 0 && req->n_mounts == 0)
+	if (json_len(tv) == 0 && req->n_mounts == 0 && req->exec_argv == NULL)
 		return;
 	jw_key(w, "volumes");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < json_len(tv); i++)
 		json_write(w, json_at(tv, i));
 	pod_mounts_write_volumes(w, req);
+	if (req->exec_argv)
+		pod_agent_write_volumes(w);
 	jw_arr_end(w);
 }
 
@@ -164,14 +169,9 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 	}
 }
 
-static void write_container(struct jw *w, const struct fn_request *req, const struct settings *s)
+/* Attach mode: the image's entrypoint with the request's args, stdin and env. */
+static void write_args_and_env(struct jw *w, const struct fn_request *req)
 {
-	jw_obj_begin(w);
-	jw_kv_str(w, "name", POD_CONTAINER_NAME);
-	jw_kv_str(w, "image", req->image);
-	const char *pp = pull_policy(req->pull);
-	if (pp)
-		jw_kv_str(w, "imagePullPolicy", pp);
 	if (req->n_args) {
 		jw_key(w, "args");
 		jw_arr_begin(w);
@@ -191,6 +191,39 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+}
+
+/* krmpod's init containers: the agent's (exec mode), then the mounts'. */
+static void write_init_containers(struct jw *w, const struct fn_request *req,
+                                  const struct settings *s)
+{
+	bool mounts = pod_mounts_need_helper(req);
+	if (req->exec_argv == NULL && !mounts)
+		return;
+	jw_key(w, "initContainers");
+	jw_arr_begin(w);
+	if (req->exec_argv)
+		pod_agent_write_init_container(w, s);
+	if (mounts)
+		pod_mounts_write_init_container(w, req, s);
+	jw_arr_end(w);
+}
+
+static void write_container(struct jw *w, const struct fn_request *req, const struct settings *s)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "name", POD_CONTAINER_NAME);
+	jw_kv_str(w, "image", req->image);
+	const char *pp = pull_policy(req->pull);
+	if (pp)
+		jw_kv_str(w, "imagePullPolicy", pp);
+	if (req->exec_argv) {
+		/* Exec mode: the container holds; argv, env and stdin come with each call. */
+		pod_agent_write_command(w);
+		pod_container_write_attach_fields(w, false);
+	} else {
+		write_args_and_env(w, req);
+	}
 	jw_key(w, "resources");
 	jw_obj_begin(w);
 	jw_key(w, "requests");
@@ -240,7 +273,7 @@ void pod_spec_build(const struct fn_request *req, const struct settings *s, stru
 	jw_obj_end(&w);
 	jw_obj_end(&w);
 	write_template_spec(&w, s);
-	pod_mounts_write_init_containers(&w, req, s);
+	write_init_containers(&w, req, s);
 	jw_key(&w, "containers");
 	jw_arr_begin(&w);
 	write_container(&w, req, s);

@@ -27,6 +27,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/sha256.h"
+#include "config/settings.h"
 
 struct registry_opts {
 	const char *ca_file;   /* PEM bundle trusted besides the system's; NULL */
@@ -35,7 +36,19 @@ struct registry_opts {
 	int64_t deadline_ms;   /* now_ms() clock; 0: none */
 	volatile sig_atomic_t *cancel;
 	bool plain_http; /* tests only: speak http:// to registries */
+	/* KRMPOD_REGISTRY_MIRRORS: requests for references of registry `key` go to host
+	 * `value` (credentials are looked up for that host too). */
+	const struct label *mirrors;
+	size_t n_mirrors;
+	/* registry_image_config: how long a tag's digest is remembered in cache_dir (0: a
+	 * tag is resolved with the registry every time). */
+	int64_t tag_ttl_ms;
 };
+
+/* The options the settings give (KRMPOD_REGISTRY_CA, _AUTH, _MIRRORS, KRMPOD_CACHE_DIR),
+ * borrowing from s. */
+void registry_opts_init(struct registry_opts *o, const struct settings *s,
+                        volatile sig_atomic_t *cancel, int64_t deadline_ms);
 
 /* An OCI reference: [REGISTRY/]REPOSITORY[:TAG][@sha256:HEX]. */
 struct oci_ref {
@@ -75,7 +88,8 @@ struct registry_image_config {
 };
 
 /* Reads the config of image ref for linux/amd64 (an index is resolved to that platform's
- * manifest). Cached by manifest digest when o->cache_dir is set. */
+ * manifest). Cached by manifest digest when o->cache_dir is set; a tag's platform manifest
+ * digest is remembered for o->tag_ttl_ms, and within it nothing is requested. */
 int registry_image_config(const struct registry_opts *o, const struct oci_ref *ref,
                           struct registry_image_config *out, struct err **err);
 void registry_image_config_clear(struct registry_image_config *c);

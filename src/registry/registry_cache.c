@@ -126,6 +126,60 @@ void registry_cache_put(const char *dir, const char *digest, const void *data, s
 	registry_cache_evict(dir, LIMIT_REGISTRY_CACHE);
 }
 
+/* --- Tags ------------------------------------------------------------------------------- */
+
+static char *tag_path(const char *dir, const char *reference)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	sha256_hex(reference, strlen(reference), hex);
+	return xasprintf("%s/tags/%s", dir, hex);
+}
+
+bool registry_tag_get(const char *dir, const char *reference, int64_t ttl_ms,
+                      char digest[SHA256_DIGEST_LEN + 1])
+{
+	if (dir == NULL || ttl_ms <= 0)
+		return false;
+	cleanup_free char *path = tag_path(dir, reference);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	struct timespec now;
+	if (fd < 0 || fstat(fd, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
+		return false;
+	int64_t age_ms = (int64_t)(now.tv_sec - st.st_mtim.tv_sec) * 1000 +
+	                 (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
+	if (age_ms < 0 || age_ms > ttl_ms)
+		return false;
+	char text[SHA256_DIGEST_LEN + 2];
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	if (n != SHA256_DIGEST_LEN)
+		return false;
+	text[n] = '\0';
+	if (!sha256_digest_valid(text))
+		return false;
+	memcpy(digest, text, SHA256_DIGEST_LEN + 1);
+	log_debug("registry cache: %s is %s (resolved %lld ms ago)", reference, digest,
+	          (long long)age_ms);
+	return true;
+}
+
+void registry_tag_put(const char *dir, const char *reference, const char *digest)
+{
+	if (dir == NULL || !sha256_digest_valid(digest))
+		return;
+	cleanup_free char *sub = xasprintf("%s/tags", dir);
+	if (make_dirs(sub) < 0) {
+		log_warn("registry cache: cannot create %s: %s", sub, strerror(errno));
+		return;
+	}
+	cleanup_free char *path = tag_path(dir, reference);
+	char hex[SHA256_HEX_LEN + 1];
+	sha256_hex(reference, strlen(reference), hex);
+	cleanup_err struct err *e = NULL;
+	if (write_object(sub, path, hex, digest, strlen(digest), &e) < 0)
+		log_warn("registry cache: %s", e->msg);
+}
+
 /* --- Eviction --------------------------------------------------------------------------- */
 
 struct object {

@@ -10,8 +10,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/buf.h"
+#include "base/sha256.h"
 
 /* Reads the object digest ("sha256:<hex>") from the cache in dir into out (emptied first;
  * at most max_bytes). True on a hit; false when it is not there, too large, unreadable or
@@ -26,6 +28,13 @@ void registry_cache_put(const char *dir, const char *digest, const void *data, s
 /* Deletes the least recently used objects of the cache in dir until they take at most
  * limit bytes (and temporary files older than an hour, left by a crash). */
 void registry_cache_evict(const char *dir, unsigned long long limit);
+
+/* What a tag resolved to: DIR/tags/<sha256 of the reference>, holding the digest, trusted
+ * for ttl_ms after it was written (a tag can move; a digest cannot). Get: true with
+ * digest filled when a fresh entry is there. Put: best effort, like the objects. */
+bool registry_tag_get(const char *dir, const char *reference, int64_t ttl_ms,
+                      char digest[SHA256_DIGEST_LEN + 1]);
+void registry_tag_put(const char *dir, const char *reference, const char *digest);
 
 /* The path of the object digest in the cache in dir. A new string. */
 char *registry_cache_path(const char *dir, const char *digest);

@@ -228,17 +228,58 @@ static int image_config(struct pull *p, struct registry_image_config *out, struc
 	return 0;
 }
 
+/* A tag resolved within o->tag_ttl_ms: its platform manifest by digest (from the cache when
+ * it is there). */
+static bool image_config_by_tag(const struct registry_opts *o, const struct oci_ref *ref,
+                                const char *name, struct registry_image_config *out)
+{
+	char digest[SHA256_DIGEST_LEN + 1];
+	if (ref->digest || !registry_tag_get(o->cache_dir, name, o->tag_ttl_ms, digest))
+		return false;
+	struct oci_ref pinned = *ref;
+	pinned.tag = NULL;
+	pinned.digest = digest;
+	struct pull p;
+	pull_init(&p, o, &pinned);
+	cleanup_err struct err *e = NULL; /* a failure: resolve the tag again */
+	int rc = image_config(&p, out, &e);
+	pull_free(&p);
+	if (rc < 0) {
+		registry_image_config_clear(out);
+		memset(out, 0, sizeof(*out));
+	}
+	return rc == 0;
+}
+
 int registry_image_config(const struct registry_opts *o, const struct oci_ref *ref,
                           struct registry_image_config *out, struct err **err)
 {
 	memset(out, 0, sizeof(*out));
 	struct pull p;
 	pull_init(&p, o, ref);
+	if (image_config_by_tag(o, ref, p.name, out)) {
+		pull_free(&p);
+		return 0;
+	}
 	int rc = image_config(&p, out, err);
+	if (rc == 0 && ref->digest == NULL && o->tag_ttl_ms > 0)
+		registry_tag_put(o->cache_dir, p.name, out->manifest_digest);
 	if (rc < 0) {
 		registry_image_config_clear(out);
 		err_wrap(err, "image config of %s", p.name);
 	}
 	pull_free(&p);
 	return rc;
+}
+
+void registry_opts_init(struct registry_opts *o, const struct settings *s,
+                        volatile sig_atomic_t *cancel, int64_t deadline_ms)
+{
+	*o = (struct registry_opts){.ca_file = s->registry_ca,
+	                            .auth_file = s->registry_auth,
+	                            .cache_dir = s->cache_dir,
+	                            .deadline_ms = deadline_ms,
+	                            .cancel = cancel,
+	                            .mirrors = s->registry_mirrors,
+	                            .n_mirrors = s->n_registry_mirrors};
 }

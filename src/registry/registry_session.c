@@ -16,10 +16,14 @@ int registry_session_open(const struct registry_opts *o, const struct oci_ref *r
 	s->o = o;
 	if (registry_http_new(o, &s->http, err) < 0)
 		return -1;
-	s->registry = xstrdup(ref->registry);
+	const char *registry = ref->registry;
+	for (size_t i = 0; i < o->n_mirrors; i++)
+		if (strcmp(o->mirrors[i].key, ref->registry) == 0)
+			registry = o->mirrors[i].value;
+	s->registry = xstrdup(registry);
 	s->repository = xstrdup(ref->repository);
 	s->base = xasprintf("%s://%s/v2/%s/", o->plain_http ? "http" : "https",
-	                    registry_host(ref->registry), ref->repository);
+	                    registry_host(registry), ref->repository);
 	return 0;
 }
 

@@ -17,7 +17,7 @@
 struct registry_session {
 	const struct registry_opts *o; /* borrowed */
 	struct registry_http *http;
-	char *registry;      /* as in the reference ("docker.io") */
+	char *registry;      /* as in the reference ("docker.io"), or its mirror */
 	char *repository;    /* "library/alpine" */
 	char *base;          /* "https://registry-1.docker.io/v2/library/alpine/" */
 	char *authorization; /* the header value that worked, or NULL (anonymous) */

@@ -1,0 +1,65 @@
+/* agent.h — krmpod inside an exec-mode function pod (docs/internals/exec-mode.md).
+ *
+ * An exec-mode pod runs the function image with this binary as its command instead of the
+ * image's entrypoint. Three roles, each a `krmpod` command:
+ *
+ *   install-self DIR   the init container (KRMPOD_HELPER_IMAGE, krmpod's own image) copies
+ *                      the running binary to DIR/krmpod (mode 0555) in an emptyDir the
+ *                      function container mounts;
+ *   hold               the function container's PID 1: it starts nothing, reaps what is
+ *                      orphaned to it, and exits 0 on SIGTERM, SIGINT or SIGHUP;
+ *   call WORKDIR       run through pods/exec, once per function call: reads one header line
+ *                      from stdin (agent_call_header_parse), runs the function's argv with
+ *                      the rest of stdin, its stdout and its stderr, and exits with its exit
+ *                      status (128+N for a signal N; 137 with a message when the kernel's
+ *                      OOM killer struck, from the container's cgroup counters).
+ *
+ * Each call runs alone (a lock file in WORKDIR; a second call fails at once), gets a fresh
+ * private directory WORKDIR/call-XXXXXX as HOME and TMPDIR, and leaves WORKDIR empty but
+ * for the lock: whatever a function wrote there is gone before the next call. When hold is
+ * PID 1 of the container (its own PID namespace), every process the call leaves behind is
+ * killed too.
+ */
+#ifndef KRMPOD_AGENT_H
+#define KRMPOD_AGENT_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* The file name the binary gets in DIR, and the call's lock file in WORKDIR. */
+#define AGENT_BINARY_NAME "krmpod"
+#define AGENT_LOCK_NAME   ".krmpod-call.lock"
+
+/* What a call runs: the header line, one JSON object {"argv": [...], "env": ["K=V", ...]}
+ * ended by '\n', at most LIMIT_CALL_HEADER bytes. argv has at least one non-empty string;
+ * every env entry has a non-empty name without '='. */
+struct agent_call_header {
+	char **argv; /* NULL-terminated */
+	char **env;  /* "K=V", NULL-terminated (may be empty) */
+};
+
+/* Parses a header (without its '\n'). Fails with ERR_USAGE naming what is wrong. */
+int agent_call_header_parse(const char *text, size_t len, struct agent_call_header *out,
+                            struct err **err);
+void agent_call_header_clear(struct agent_call_header *h);
+
+/* Writes the header for argv and env (both NULL-terminated) into out, '\n' included. */
+struct buf;
+void agent_call_header_write(char *const *argv, char *const *env, struct buf *out);
+
+/* Copies the running binary (/proc/self/exe) to dir/krmpod, atomically (a temporary name,
+ * then rename), mode 0555. */
+int agent_install_self(const char *dir, struct err **err);
+
+/* Waits, reaping children, until SIGTERM, SIGINT or SIGHUP. */
+int agent_hold(struct err **err);
+
+/* One call (above): the header from in_fd, then the function with in_fd, out_fd, err_fd
+ * as its stdio. *exit_code is the function's status. Fails with ERR_USAGE for a bad header,
+ * ERR_IO when WORKDIR cannot be used, ERR_INTERNAL when another call holds the lock. */
+int agent_call(const char *workdir, int in_fd, int out_fd, int err_fd, int *exit_code,
+               struct err **err);
+
+#endif

@@ -1,0 +1,296 @@
+/* agent_call.c — `krmpod call WORKDIR`: one function call in an exec-mode pod (agent.h). */
+#include "agent/agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/json.h"
+#include "base/size_limits.h"
+#include "base/xalloc.h"
+
+/* --- The header -------------------------------------------------------------------------- */
+
+static char **string_array(const struct json *a, const char *key, bool need_one, bool env,
+                           struct err **err)
+{
+	if (a == NULL && !need_one)
+		return xcalloc(1, sizeof(char *));
+	if (json_type(a) != JSON_ARRAY || (need_one && json_len(a) == 0)) {
+		err_set(err, ERR_USAGE, "call header: \"%s\" must be %s array of strings", key,
+		        need_one ? "a non-empty" : "an");
+		return NULL;
+	}
+	size_t n = json_len(a);
+	char **v = xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		const char *s = json_str(json_at(a, i));
+		const char *eq = s ? strchr(s, '=') : NULL;
+		if (s == NULL || (!env && i == 0 && *s == '\0') ||
+		    (env && (eq == NULL || eq == s))) {
+			err_set(err, ERR_USAGE, "call header: %s[%zu] must be %s", key, i,
+			        env ? "a string NAME=VALUE" : "a string (the first not empty)");
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return NULL;
+		}
+		v[i] = xstrdup(s);
+	}
+	return v;
+}
+
+int agent_call_header_parse(const char *text, size_t len, struct agent_call_header *out,
+                            struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	cleanup_json struct json *j = NULL;
+	if (json_parse(text, len, "call header", &j, err) < 0)
+		return -1;
+	if (json_type(j) != JSON_OBJECT)
+		return err_set(err, ERR_USAGE, "call header: not a JSON object");
+	for (size_t i = 0; i < json_len(j); i++) {
+		const char *k = json_key_at(j, i);
+		if (strcmp(k, "argv") != 0 && strcmp(k, "env") != 0)
+			return err_set(err, ERR_USAGE, "call header: unknown field \"%s\"", k);
+	}
+	out->argv = string_array(json_get(j, "argv"), "argv", true, false, err);
+	if (out->argv == NULL)
+		return -1;
+	out->env = string_array(json_get(j, "env"), "env", false, true, err);
+	if (out->env == NULL) {
+		agent_call_header_clear(out);
+		return -1;
+	}
+	return 0;
+}
+
+static void free_strings(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+void agent_call_header_clear(struct agent_call_header *h)
+{
+	free_strings(h->argv);
+	free_strings(h->env);
+	memset(h, 0, sizeof(*h));
+}
+
+void agent_call_header_write(char *const *argv, char *const *env, struct buf *out)
+{
+	struct jw w;
+	jw_init(&w, out);
+	jw_obj_begin(&w);
+	jw_key(&w, "argv");
+	jw_arr_begin(&w);
+	for (size_t i = 0; argv[i]; i++)
+		jw_str(&w, argv[i]);
+	jw_arr_end(&w);
+	jw_key(&w, "env");
+	jw_arr_begin(&w);
+	for (size_t i = 0; env && env[i]; i++)
+		jw_str(&w, env[i]);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	buf_putc(out, '\n');
+}
+
+/* Reads the header line byte by byte: nothing of the function's stdin is consumed. */
+static int read_header(int fd, struct buf *line, struct err **err)
+{
+	for (;;) {
+		char c;
+		ssize_t n = read(fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set(err, ERR_IO, "read the call header from stdin: %s",
+			               strerror(errno));
+		if (n == 0)
+			return err_set(err, ERR_USAGE,
+			               "stdin ended before the call header's end (%zu bytes)",
+			               line->len);
+		if (c == '\n')
+			return 0;
+		if (buf_append(line, &c, 1, "call header", err) < 0)
+			return -1;
+	}
+}
+
+/* --- The container's cgroup: did the OOM killer strike? --------------------------------- */
+
+/* The oom_kill counter of the container's memory cgroup (v2, else v1); -1 when unknown. */
+static long long oom_kills(void)
+{
+	static const char *const files[] = {"/sys/fs/cgroup/memory.events",
+	                                    "/sys/fs/cgroup/memory/memory.oom_control"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		cleanup_file FILE *f = fopen(files[i], "re");
+		char key[64];
+		long long v;
+		while (f && fscanf(f, "%63s %lld", key, &v) == 2)
+			if (strcmp(key, "oom_kill") == 0)
+				return v;
+	}
+	return -1;
+}
+
+/* --- Leftover processes ------------------------------------------------------------------ */
+
+/* Whether PID 1 of our PID namespace is `krmpod hold` (so the container is ours alone). */
+static bool in_hold_container(void)
+{
+	char cmd[256];
+	cleanup_close int fd = open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, cmd, sizeof(cmd) - 1);
+	if (n <= 0 || getpid() == 1)
+		return false;
+	cmd[n] = '\0';
+	const char *arg1 = cmd + strlen(cmd) + 1;
+	return arg1 < cmd + n && strcmp(arg1, "hold") == 0;
+}
+
+/* Kills every process of the container but PID 1 and this one: what the function left
+ * running must not see the next call. Only inside a hold container (never on a host). */
+static void kill_leftovers(void)
+{
+	if (!in_hold_container())
+		return;
+	cleanup_dir DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end == '\0' && pid > 1 && pid != getpid())
+			kill((pid_t)pid, SIGKILL);
+	}
+}
+
+/* --- The call ---------------------------------------------------------------------------- */
+
+/* In the child: the environment, then exec. Never returns. */
+static void exec_function(const struct agent_call_header *h, const char *home, int in_fd,
+                          int out_fd, int err_fd)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if ((in_fd != 0 && dup2(in_fd, 0) < 0) || (out_fd != 1 && dup2(out_fd, 1) < 0) ||
+	    (err_fd != 2 && dup2(err_fd, 2) < 0))
+		_exit(126);
+	setenv("HOME", home, 1);
+	setenv("TMPDIR", home, 1);
+	for (size_t i = 0; h->env[i]; i++) {
+		char *eq = strchr(h->env[i], '=');
+		*eq = '\0';
+		setenv(h->env[i], eq + 1, 1);
+		*eq = '=';
+	}
+	execvp(h->argv[0], h->argv);
+	int e = errno;
+	dprintf(2, "krmpod call: cannot run %s: %s\n", h->argv[0], strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+static int wait_function(pid_t pid, int *status, struct err **err)
+{
+	for (;;) {
+		if (waitpid(pid, status, 0) == pid)
+			return 0;
+		if (errno != EINTR)
+			return err_set(err, ERR_INTERNAL, "wait for the function: %s",
+			               strerror(errno));
+	}
+}
+
+/* The exit code a status becomes; the OOM killer's kill (the counter moved) is said. */
+static int exit_code_of(int status, long long oom_before, int err_fd)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	int sig = WTERMSIG(status);
+	long long oom_after = oom_kills();
+	if (sig == SIGKILL && oom_before >= 0 && oom_after > oom_before)
+		dprintf(err_fd,
+		        "krmpod call: the function was killed by the kernel's out-of-memory killer "
+		        "(the pod's memory limit)\n");
+	return 128 + sig;
+}
+
+static int run_call(const char *workdir, int wfd, const struct agent_call_header *h, int in_fd,
+                    int out_fd, int err_fd, int *exit_code, struct err **err)
+{
+	cleanup_free char *home = xasprintf("%s/call-XXXXXX", workdir);
+	if (mkdtemp(home) == NULL)
+		return err_set(err, ERR_IO, "cannot make the call's directory in %s: %s", workdir,
+		               strerror(errno));
+	long long oom_before = oom_kills();
+	pid_t pid = fork();
+	if (pid < 0)
+		return err_set(err, ERR_INTERNAL, "fork: %s", strerror(errno));
+	if (pid == 0)
+		exec_function(h, home, in_fd, out_fd, err_fd);
+	int status = 0;
+	int rc = wait_function(pid, &status, err);
+	kill_leftovers();
+	if (rc == 0)
+		*exit_code = exit_code_of(status, oom_before, err_fd);
+	cleanup_err struct err *e = NULL;
+	if (fd_empty_dir(wfd, AGENT_LOCK_NAME, workdir, &e) < 0 && rc == 0) {
+		*exit_code = -1;
+		err_wrap(&e, "after the call (the pod must not be reused)");
+		*err = e;
+		e = NULL;
+		return -1;
+	}
+	return rc;
+}
+
+int agent_call(const char *workdir, int in_fd, int out_fd, int err_fd, int *exit_code,
+               struct err **err)
+{
+	*exit_code = -1;
+	cleanup_buf struct buf line;
+	buf_init(&line, LIMIT_CALL_HEADER);
+	if (read_header(in_fd, &line, err) < 0)
+		return -1;
+	struct agent_call_header h;
+	if (agent_call_header_parse(line.data ? line.data : "", line.len, &h, err) < 0)
+		return -1;
+	cleanup_close int wfd = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int lock = -1;
+	int rc = 0;
+	if (wfd < 0)
+		rc = err_set(err, ERR_IO, "cannot open the work directory %s: %s", workdir,
+		             strerror(errno));
+	if (rc == 0) {
+		lock = openat(wfd, AGENT_LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		              0600);
+		if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+			rc = err_set(err, errno == EWOULDBLOCK ? ERR_INTERNAL : ERR_IO,
+			             "cannot take %s/%s: %s", workdir, AGENT_LOCK_NAME,
+			             errno == EWOULDBLOCK ? "another call runs in this pod"
+			                                  : strerror(errno));
+	}
+	/* What an earlier call that was killed left behind goes first. */
+	if (rc == 0)
+		rc = fd_empty_dir(wfd, AGENT_LOCK_NAME, workdir, err);
+	if (rc == 0)
+		rc = run_call(workdir, wfd, &h, in_fd, out_fd, err_fd, exit_code, err);
+	agent_call_header_clear(&h);
+	return rc;
+}

@@ -1,0 +1,57 @@
+/* agent_hold.c — `krmpod hold` and `krmpod install-self DIR` (agent.h). */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/fdio.h"
+#include "base/xalloc.h"
+
+int agent_hold(struct err **err)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return err_set(err, ERR_INTERNAL, "sigprocmask: %s", strerror(errno));
+	for (;;) {
+		int sig = sigwaitinfo(&set, NULL);
+		if (sig < 0 && errno == EINTR)
+			continue;
+		if (sig < 0)
+			return err_set(err, ERR_INTERNAL, "sigwaitinfo: %s", strerror(errno));
+		if (sig != SIGCHLD)
+			return 0;
+		/* Orphans of calls are re-parented to PID 1: reap them all. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
+}
+
+int agent_install_self(const char *dir, struct err **err)
+{
+	cleanup_close int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return err_set(err, ERR_IO, "cannot read /proc/self/exe: %s", strerror(errno));
+	cleanup_free char *tmp = xasprintf("%s/.%s.part", dir, AGENT_BINARY_NAME);
+	cleanup_free char *dst = xasprintf("%s/%s", dir, AGENT_BINARY_NAME);
+	cleanup_close int out =
+	        open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0700);
+	if (out < 0)
+		return err_set(err, ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+	if (fd_copy_from_start(in, out, tmp, err) < 0)
+		return -1;
+	if (fchmod(out, 0555) < 0 || fsync(out) < 0 || rename(tmp, dst) < 0)
+		return err_set(err, ERR_IO, "cannot install %s: %s", dst, strerror(errno));
+	return 0;
+}

@@ -1,0 +1,18 @@
+/* fn_exec.h — a function's streams in exec mode (docs/internals/exec-mode.md): one
+ * pods/exec of `krmpod call` in the pod, whose stdin is the call header (agent.h: the
+ * function's argv and env) followed by the function's stdin, whose stdout and stderr are
+ * the function's, streamed as they come, and whose channel-3 Status carries the exit code
+ * the moment the function ends. Nothing goes through the container log, so there is nothing
+ * to recover from it; a stream that ends without its Status fails the run.
+ */
+#ifndef KRMPOD_FN_EXEC_H
+#define KRMPOD_FN_EXEC_H
+
+#include "base/err.h"
+#include "fn/fn_output.h"
+#include "fn/fn_pod.h"
+
+/* Runs the request's exec_argv in the started pod p. *exit_code is the function's. */
+int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struct err **err);
+
+#endif
