@@ -121,6 +121,7 @@ integration: test-deps build/asan/krmpod build/krmpod build/glibc/krmpod
 	KRMPOD_BIN=$(CURDIR)/build/asan/krmpod $(PYTHON) -m pytest -q tests/integration
 	KRMPOD_VALGRIND=1 KRMPOD_BIN=$(CURDIR)/build/glibc/krmpod $(PYTHON) -m pytest -q tests/integration/test_valgrind.py
 	KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
+	KRMPOD_TEST_MODE=exec KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 
 # The real-cluster tier: krmpod installed from manifests/ on a real Kubernetes 1.34
 # (../shared/k8s/realkube: started here unless it runs already, and then stopped again),

@@ -453,3 +453,91 @@ class HttpsFileServer:
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class FixtureRegistry:
+    """A stand-in registry, for exec mode on kubesim: it answers the distribution API's
+    manifest and blob reads for ANY repository and tag whose last path component names an
+    executable in `images_dir` (kubesim's fixtures: `example.com/fns/cat:v1` is `cat`), with
+    an image whose config says Entrypoint [that executable's path]; anything else is 404.
+    A manifest asked for by digest is served only when it is that image's (content-addressed,
+    as a registry must). Over TLS from `pki`; anonymous. Requests are counted in
+    `requests`. The real registry client is tested against Debian's docker-registry
+    (tests/registry_tests); this only serves kubesim's fixture images under every name the
+    tests give them."""
+
+    def __init__(self, pki, images_dir):
+        self.images_dir = images_dir
+        self.requests = []
+        reg = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body=b"", ctype="application/json", digest=None):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                if digest:
+                    self.send_header("Docker-Content-Digest", digest)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def do_GET(self):
+                reg.requests.append(self.path)
+                status, body, ctype, digest = reg.answer(self.path)
+                self._send(status, body, ctype, digest)
+
+            do_HEAD = do_GET
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.socket = pki.server_context().wrap_socket(self.httpd.socket,
+                                                             server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.host = "127.0.0.1:%d" % self.port
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def image(self, name):
+        """(manifest bytes, config bytes) of fixture `name`, or None."""
+        path = os.path.join(self.images_dir, name)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            return None
+        config = json.dumps({"architecture": "amd64", "os": "linux",
+                             "config": {"Entrypoint": [path]},
+                             "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": {"mediaType": OCI_CONFIG, "digest": sha256_digest(config),
+                       "size": len(config)},
+            "layers": []}).encode()
+        return manifest, config
+
+    def answer(self, path):
+        not_found = (404, json.dumps({"errors": [{"code": "MANIFEST_UNKNOWN",
+                                                  "message": "unknown"}]}).encode(),
+                     "application/json", None)
+        p = urlsplit(path).path
+        if p == "/v2/":
+            return 200, b"{}", "application/json", None
+        for kind in ("/manifests/", "/blobs/"):
+            if kind in p:
+                repo, ref = p[len("/v2/"):].split(kind, 1)
+                break
+        else:
+            return not_found
+        img = self.image(repo.rsplit("/", 1)[-1])
+        if img is None:
+            return not_found
+        manifest, config = img
+        if kind == "/blobs/":
+            return ((200, config, "application/octet-stream", ref)
+                    if ref == sha256_digest(config) else not_found)
+        if ref.startswith("sha256:") and ref != sha256_digest(manifest):
+            return not_found
+        return 200, manifest, OCI_MANIFEST, sha256_digest(manifest)
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -10,9 +10,10 @@
  *                      orphaned to it, and exits 0 on SIGTERM, SIGINT or SIGHUP;
  *   call WORKDIR       run through pods/exec, once per function call: reads one header line
  *                      from stdin (agent_call_header_parse), runs the function's argv with
- *                      the rest of stdin, its stdout and its stderr, and exits with its exit
- *                      status (128+N for a signal N; 137 with a message when the kernel's
- *                      OOM killer struck, from the container's cgroup counters).
+ *                      the rest of stdin, relays its stdout and stderr (counting the
+ *                      bytes), ends stderr with the trailer below, and exits with the
+ *                      function's status (128+N for a signal N; 137 with a message when the
+ *                      kernel's OOM killer struck, from the container's cgroup counters).
  *
  * Each call runs alone (a lock file in WORKDIR; a second call fails at once), gets a fresh
  * private directory WORKDIR/call-XXXXXX as HOME and TMPDIR, and leaves WORKDIR empty but
@@ -27,6 +28,21 @@
 #include <stddef.h>
 
 #include "base/err.h"
+
+/* The end of a call's stderr: one line, after everything the function wrote,
+ *     "\x1ekrmpod-call-end out=N err=M exit=C\n"
+ * with the byte counts of the function's stdout and stderr as the call relayed them. The
+ * caller strips it and checks the counts against what its stream delivered: an exec stream
+ * cut short fails the run even when the server closes it with a Success status. */
+#define AGENT_TRAILER_PREFIX "\x1ekrmpod-call-end "
+#define AGENT_TRAILER_MAX    96
+
+/* Parses the trailer at the end of tail (len bytes: the last bytes of a call's stderr).
+ * Returns 0 with *trailer_len (its length, from its first byte to the end), the counts and
+ * the exit code; -1 when tail does not end with one. */
+int agent_trailer_parse(const char *tail, size_t len, size_t *trailer_len,
+                        unsigned long long *out_bytes, unsigned long long *err_bytes,
+                        int *exit_code);
 
 /* The file name the binary gets in DIR, and the call's lock file in WORKDIR. */
 #define AGENT_BINARY_NAME "krmpod"

@@ -4,12 +4,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -108,6 +111,35 @@ void agent_call_header_write(char *const *argv, char *const *env, struct buf *ou
 	buf_putc(out, '\n');
 }
 
+int agent_trailer_parse(const char *tail, size_t len, size_t *trailer_len,
+                        unsigned long long *out_bytes, unsigned long long *err_bytes,
+                        int *exit_code)
+{
+	static const char prefix[] = AGENT_TRAILER_PREFIX;
+	const size_t plen = sizeof(prefix) - 1;
+	if (len == 0 || tail[len - 1] != '\n')
+		return -1;
+	const char *start = NULL;
+	for (size_t i = len; i-- > 0 && start == NULL;)
+		if (len - i >= plen && memcmp(tail + i, prefix, plen) == 0)
+			start = tail + i;
+	if (start == NULL)
+		return -1;
+	size_t n = (size_t)(tail + len - start) - plen;
+	if (n > AGENT_TRAILER_MAX)
+		return -1;
+	char line[AGENT_TRAILER_MAX + 1];
+	memcpy(line, start + plen, n);
+	line[n] = '\0';
+	int used = 0;
+	if (sscanf(line, "out=%llu err=%llu exit=%d\n%n", out_bytes, err_bytes, exit_code, &used) !=
+	            3 ||
+	    (size_t)used != n)
+		return -1;
+	*trailer_len = (size_t)(tail + len - start);
+	return 0;
+}
+
 /* Reads the header line byte by byte: nothing of the function's stdin is consumed. */
 static int read_header(int fd, struct buf *line, struct err **err)
 {
@@ -189,8 +221,7 @@ static void exec_function(const struct agent_call_header *h, const char *home, i
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	if ((in_fd != 0 && dup2(in_fd, 0) < 0) || (out_fd != 1 && dup2(out_fd, 1) < 0) ||
-	    (err_fd != 2 && dup2(err_fd, 2) < 0))
+	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(126);
 	setenv("HOME", home, 1);
 	setenv("TMPDIR", home, 1);
@@ -217,18 +248,111 @@ static int wait_function(pid_t pid, int *status, struct err **err)
 	}
 }
 
-/* The exit code a status becomes; the OOM killer's kill (the counter moved) is said. */
-static int exit_code_of(int status, long long oom_before, int err_fd)
+/* The exit code a status becomes; the OOM killer's kill (the counter moved) is said on
+ * stderr, counted in *n_err. */
+static int exit_code_of(int status, long long oom_before, int err_fd, unsigned long long *n_err)
 {
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	int sig = WTERMSIG(status);
 	long long oom_after = oom_kills();
-	if (sig == SIGKILL && oom_before >= 0 && oom_after > oom_before)
-		dprintf(err_fd,
-		        "krmpod call: the function was killed by the kernel's out-of-memory killer "
-		        "(the pod's memory limit)\n");
+	if (sig == SIGKILL && oom_before >= 0 && oom_after > oom_before) {
+		int n = dprintf(err_fd, "krmpod call: the function was killed by the kernel's "
+		                        "out-of-memory killer (the pod's memory limit)\n");
+		*n_err += n > 0 ? (unsigned long long)n : 0;
+	}
 	return 128 + sig;
+}
+
+/* How long output is still relayed after the function exited, when something it started
+ * keeps its stdout or stderr open. */
+#define DRAIN_AFTER_EXIT_MS 500
+
+/* One output of the function, relayed to the call's own and counted. */
+struct relay {
+	int from, to;
+	unsigned long long bytes;
+	bool write_failed; /* the reader went away: drained, not written */
+};
+
+/* Moves what is there from r->from to r->to; false at EOF. */
+static bool relay_some(struct relay *r, char *chunk, size_t size)
+{
+	ssize_t n = read(r->from, chunk, size);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	r->bytes += (unsigned long long)n;
+	if (!r->write_failed && fd_write_all(r->to, chunk, (size_t)n, "output", NULL) < 0)
+		r->write_failed = true;
+	return true;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Relays both outputs until both end, or DRAIN_AFTER_EXIT_MS after the function exited;
+ * *status is its wait status. */
+static int relay_until_exit(pid_t pid, struct relay *out, struct relay *errr, int *status,
+                            struct err **err)
+{
+	char chunk[65536];
+	int64_t exited_at = -1;
+	while (out->from >= 0 || errr->from >= 0) {
+		struct pollfd p[2] = {{.fd = out->from, .events = POLLIN},
+		                      {.fd = errr->from, .events = POLLIN}};
+		int pr = poll(p, 2, 50);
+		if (pr < 0 && errno != EINTR)
+			return err_set(err, ERR_INTERNAL, "poll: %s", strerror(errno));
+		for (int i = 0; i < 2 && pr > 0; i++) {
+			struct relay *r = i == 0 ? out : errr;
+			if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+			    !relay_some(r, chunk, sizeof(chunk))) {
+				close(r->from);
+				r->from = -1;
+			}
+		}
+		if (exited_at < 0 && waitpid(pid, status, WNOHANG) == pid)
+			exited_at = mono_ms();
+		if (exited_at >= 0 && mono_ms() - exited_at > DRAIN_AFTER_EXIT_MS)
+			break;
+	}
+	return exited_at >= 0 ? 0 : wait_function(pid, status, err);
+}
+
+/* Runs the function with pipes for its outputs, relays them, waits for it. */
+static int spawn_and_relay(const struct agent_call_header *h, const char *home, int in_fd,
+                           int out_fd, int err_fd, int *status, unsigned long long *n_out,
+                           unsigned long long *n_err, struct err **err)
+{
+	int po[2], pe[2];
+	if (pipe2(po, O_CLOEXEC) < 0)
+		return err_set(err, ERR_INTERNAL, "pipe: %s", strerror(errno));
+	if (pipe2(pe, O_CLOEXEC) < 0) {
+		close(po[0]);
+		close(po[1]);
+		return err_set(err, ERR_INTERNAL, "pipe: %s", strerror(errno));
+	}
+	pid_t pid = fork();
+	if (pid == 0)
+		exec_function(h, home, in_fd, po[1], pe[1]);
+	close(po[1]);
+	close(pe[1]);
+	struct relay out = {po[0], out_fd, 0, false}, errr = {pe[0], err_fd, 0, false};
+	int rc = pid < 0 ? err_set(err, ERR_INTERNAL, "fork: %s", strerror(errno))
+	                 : relay_until_exit(pid, &out, &errr, status, err);
+	if (out.from >= 0)
+		close(out.from);
+	if (errr.from >= 0)
+		close(errr.from);
+	*n_out = out.bytes;
+	*n_err = errr.bytes;
+	return rc;
 }
 
 static int run_call(const char *workdir, int wfd, const struct agent_call_header *h, int in_fd,
@@ -239,16 +363,12 @@ static int run_call(const char *workdir, int wfd, const struct agent_call_header
 		return err_set(err, ERR_IO, "cannot make the call's directory in %s: %s", workdir,
 		               strerror(errno));
 	long long oom_before = oom_kills();
-	pid_t pid = fork();
-	if (pid < 0)
-		return err_set(err, ERR_INTERNAL, "fork: %s", strerror(errno));
-	if (pid == 0)
-		exec_function(h, home, in_fd, out_fd, err_fd);
 	int status = 0;
-	int rc = wait_function(pid, &status, err);
+	unsigned long long n_out = 0, n_err = 0;
+	int rc = spawn_and_relay(h, home, in_fd, out_fd, err_fd, &status, &n_out, &n_err, err);
 	kill_leftovers();
 	if (rc == 0)
-		*exit_code = exit_code_of(status, oom_before, err_fd);
+		*exit_code = exit_code_of(status, oom_before, err_fd, &n_err);
 	cleanup_err struct err *e = NULL;
 	if (fd_empty_dir(wfd, AGENT_LOCK_NAME, workdir, &e) < 0 && rc == 0) {
 		*exit_code = -1;
@@ -257,6 +377,9 @@ static int run_call(const char *workdir, int wfd, const struct agent_call_header
 		e = NULL;
 		return -1;
 	}
+	if (rc == 0)
+		dprintf(err_fd, AGENT_TRAILER_PREFIX "out=%llu err=%llu exit=%d\n", n_out, n_err,
+		        *exit_code);
 	return rc;
 }
 

@@ -105,18 +105,8 @@ static int helper_runs(struct fn_pod *p, const struct pod_state *st, int64_t now
 		return 1;
 	if (is_helper(st) && st->init_cstate == CS_TERMINATED)
 		return helper_failed(p, st, err);
-	if (is_helper(st) && st->init_cstate == CS_WAITING &&
-	    pod_waiting_is_fatal(st->init_reason, ud, now, recheck)) {
-		err_set(err, ERR_POD,
-		        "function %s: the mounts helper of pod %s/%s cannot start: %s: %s (the "
-		        "image is KRMPOD_HELPER_IMAGE=%s: it must be krmpod's own image, pullable "
-		        "by the nodes)",
-		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
-		        st->init_reason, st->init_message[0] ? st->init_message : "(no message)",
-		        fn_pod_settings(p)->helper_image);
-		snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->init_reason);
+	if (fn_pod_init_cannot_start(p, st, ud, now, recheck, err))
 		return -1;
-	}
 	if (st->deleted || strcmp(st->phase, "Failed") == 0)
 		return pod_gone_or_failed(p, st, err);
 	if (st->init_done || st->cstate == CS_RUNNING || st->cstate == CS_TERMINATED)

@@ -209,6 +209,24 @@ static int not_started(const struct fn_pod *p, const struct pod_state *st, bool 
 	return -1;
 }
 
+int fn_pod_init_cannot_start(const struct fn_pod *p, const struct pod_state *st, void *ud,
+                             int64_t now, int64_t *recheck, struct err **err)
+{
+	if (st->init_name[0] == '\0' || st->init_cstate != CS_WAITING ||
+	    !pod_waiting_is_fatal(st->init_reason, ud, now, recheck))
+		return 0;
+	bool ours = strcmp(st->init_name, POD_AGENT_CONTAINER_NAME) == 0 ||
+	            strcmp(st->init_name, POD_MOUNTS_CONTAINER_NAME) == 0;
+	err_set(err, ERR_POD,
+	        "function %s: the init container %s of pod %s/%s cannot start: %s: %s%s%s%s",
+	        p->req->image, st->init_name, p->ns, p->name, st->init_reason,
+	        st->init_message[0] ? st->init_message : "(no message)",
+	        ours ? " (its image is KRMPOD_HELPER_IMAGE=" : "", ours ? p->s->helper_image : "",
+	        ours ? ": it must be krmpod's own image, pullable by the nodes)" : "");
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->init_reason);
+	return 1;
+}
+
 /* fn_pod_wait_started's condition; ud is the ErrImagePull clock (pod_waiting_is_fatal). */
 static int is_started(struct fn_pod *p, const struct pod_state *st, int64_t now, int64_t *recheck,
                       void *ud, struct err **err)
@@ -224,6 +242,8 @@ static int is_started(struct fn_pod *p, const struct pod_state *st, int64_t now,
 		return pod_failed(p, st, err);
 	if (st->cstate == CS_WAITING && pod_waiting_is_fatal(st->c_reason, ud, now, recheck))
 		return start_failure(p, st, err);
+	if (fn_pod_init_cannot_start(p, st, ud, now, recheck, err))
+		return -1;
 	return 0;
 }
 

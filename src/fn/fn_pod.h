@@ -55,6 +55,13 @@ typedef int (*fn_pod_check)(struct fn_pod *p, const struct pod_state *st, int64_
 int fn_pod_wait(struct fn_pod *p, int64_t until, fn_pod_check check, void *ud, struct pod_state *st,
                 struct err **err);
 
+/* Whether an init container of the pod (krmpod's installer in exec mode, the mounts
+ * helper, a PodTemplate's) waits for a reason that never recovers (pod_waiting_is_fatal;
+ * ud is its ErrImagePull clock): then 1, with *err naming the container, the reason, and
+ * for krmpod's own KRMPOD_HELPER_IMAGE. 0 otherwise. */
+int fn_pod_init_cannot_start(const struct fn_pod *p, const struct pod_state *st, void *ud,
+                             int64_t now, int64_t *recheck, struct err **err);
+
 /* Waits until the function container runs (the kubelet's Started event or the status) or
  * has terminated. Fails fast, naming the image, the pod and the cluster's reason, on a
  * waiting reason that never recovers (pod_waiting_is_fatal), a failed or deleted pod, and a

@@ -101,6 +101,8 @@ static int sink(void *ud, int channel, const char *data, size_t len, struct err 
 		return s->o.out_fd >= 0 ? fd_write_all(s->o.out_fd, data, len, "stdout", err) : 0;
 	}
 	s->res.bytes_err += len;
+	if (s->o.err_sink)
+		return s->o.err_sink(s->o.err_sink_ud, data, len, err);
 	return s->o.err_fd >= 0 ? fd_write_all(s->o.err_fd, data, len, "stderr", err) : 0;
 }
 

@@ -36,6 +36,10 @@ struct kube_stream_opts {
 	size_t in_prefix_len;
 	int out_fd; /* where channel 1 goes, or -1 to drop */
 	int err_fd; /* where channel 2 goes, or -1 to drop */
+	/* When set, channel 2 goes here instead of err_fd (exec mode strips the call's
+	 * trailer); a failure stops the stream with that error. */
+	int (*err_sink)(void *ud, const char *data, size_t len, struct err **err);
+	void *err_sink_ud;
 	/* Keep a copy of the first `capture_prefix` bytes of output (stdout and stderr merged in
 	 * arrival order) in the result, for de-duplicating against the pod log. 0 = none. */
 	size_t capture_prefix;

@@ -75,6 +75,48 @@ def shim_dir(tmp_path):
     return str(d)
 
 
+# KRMPOD_TEST_MODE=exec runs the suite in exec mode (docs/internals/exec-mode.md): every
+# environment below gets KRMPOD_MODE=exec, the helper image, and a registry that serves the
+# fixtures' image configs (registrylib.FixtureRegistry) under the name example.com.
+TEST_MODE = os.environ.get("KRMPOD_TEST_MODE", "attach")
+EXEC_MODE = TEST_MODE == "exec"
+# What the mode adds to a pod: exec mode's init container (installs krmpod) comes first.
+MODE_INIT_CONTAINERS = ["krmpod"] if EXEC_MODE else []
+# What a function sees besides what its config names, by mode: kubesim's runtime adds PATH
+# and HOSTNAME (the shell PWD, SHLVL, _); exec mode gives each call its own HOME and
+# TMPDIR, and its pod mounts volumes, which kubesim maps in KUBESIM_VOLUME_MAP.
+RUNTIME_ENV = {"PATH", "HOSTNAME", "PWD", "SHLVL", "_"} | (
+    {"HOME", "TMPDIR", "KUBESIM_VOLUME_MAP"} if EXEC_MODE else set())
+# The stream a function's output comes over, and what exec mode adds to the pod spec.
+STREAM = "exec" if EXEC_MODE else "attach"
+AGENT_VOLUMES = [{"name": "krmpod-bin", "emptyDir": {}},
+                 {"name": "krmpod-work", "emptyDir": {}}] if EXEC_MODE else []
+AGENT_MOUNTS = [{"name": "krmpod-bin", "mountPath": "/krmpod/bin", "readOnly": True},
+                {"name": "krmpod-work", "mountPath": "/krmpod/work"}] if EXEC_MODE else []
+# The pod log read after the end (attach mode's check for lost output); exec mode has none.
+LOG_READS = 0 if EXEC_MODE else 1
+_EXEC = {}
+
+
+def exec_settings():
+    """The settings exec mode needs on kubesim (the registry starts on first use)."""
+    if not _EXEC:
+        import registrylib
+        state = tempfile.mkdtemp(prefix="krmpod-exec-registry-")
+        atexit.register(shutil.rmtree, state, True)
+        pki = registrylib.Pki(state)
+        os.chmod(state, 0o755)  # the CA, for tests that run krmpod as another user
+        os.chmod(pki.ca, 0o644)
+        reg = registrylib.FixtureRegistry(pki, IMAGES)
+        atexit.register(reg.stop)
+        _EXEC.update({"KRMPOD_MODE": "exec", "KRMPOD_HELPER_IMAGE": HELPER_IMAGE,
+                      "KRMPOD_CACHE_DIR": os.path.join(state, "cache"),
+                      "KRMPOD_REGISTRY_MIRRORS": "example.com=" + reg.host,
+                      "KRMPOD_REGISTRY_CA": pki.ca})
+        _EXEC["registry"] = reg
+    return {k: v for k, v in _EXEC.items() if k != "registry"}
+
+
 def base_env(sim, shim_dir=None, **extra):
     env = {
         "PATH": (shim_dir + ":" if shim_dir else "") + os.environ.get("PATH", "/usr/bin:/bin"),
@@ -82,10 +124,14 @@ def base_env(sim, shim_dir=None, **extra):
         "KUBECONFIG": sim.kubeconfig,
         "KRMPOD_LOG_LEVEL": "info",
     }
+    if TEST_MODE == "exec":
+        env.update(exec_settings())
     if IS_ASAN:
         env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=99"
         env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:exitcode=99"
-    env.update({k: str(v) for k, v in extra.items()})
+    env.update({k: str(v) for k, v in extra.items() if v is not None})
+    for k in [k for k, v in extra.items() if v is None]:  # None: unset (whatever the mode)
+        env.pop(k, None)
     return env
 
 

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from conftest import (IMAGES, KRMPOD_BIN, ROOT, in_cluster_env, kustomize,
+from conftest import (EXEC_MODE, MODE_INIT_CONTAINERS, RUNTIME_ENV, IMAGES, KRMPOD_BIN, ROOT, in_cluster_env, kustomize,
                       no_sanitizer_reports)
 
 APP = os.path.join(ROOT, "tests", "fixtures", "kustomize", "transform-generate")
@@ -151,13 +151,14 @@ def test_env_isolation(kubesim, tmp_path):
                 "LOG_TO_STDERR": "true", "STRUCTURED_RESULTS": "true"}
     for k, v in expected.items():
         assert fn_env.get(k) == v, (k, fn_env)
-    # what kubesim's "container runtime" adds on its own
-    runtime = {"PATH", "HOSTNAME", "PWD", "SHLVL", "_"}
-    leaked = set(fn_env) - set(expected) - runtime
+    # what kubesim's "container runtime" adds on its own, and exec mode's HOME and TMPDIR
+    leaked = set(fn_env) - set(expected) - RUNTIME_ENV
     assert leaked == set(), "variables the config did not name reached the function: %r" % (
         sorted(leaked),)
-    for k in fn_env:
+    for k in set(fn_env) - RUNTIME_ENV:
         assert not k.startswith(("ARGOCD", "GIT_", "KUBE", "KRMPOD")), k
+    if EXEC_MODE:  # a private directory of its own, under the pod's work volume
+        assert fn_env["HOME"] == fn_env["TMPDIR"] and "/call-" in fn_env["HOME"], fn_env
     # and the pod spec itself carried nothing else (kubesim keeps the request log)
     assert "NOT_SET_ANYWHERE" not in fn_env
 
@@ -413,7 +414,7 @@ def test_sidecar_renders_mounts_and_network_functions(kubesim, tmp_path):
     assert net["spec"]["hostNetwork"] is False
     gen = specs["example.com/fns/read-mount:v1"]
     assert gen["metadata"]["labels"]["krmpod.dev/network"] == "none"
-    assert [c["name"] for c in gen["spec"]["initContainers"]] == ["mounts"]
+    assert [c["name"] for c in gen["spec"]["initContainers"]] == MODE_INIT_CONTAINERS + ["mounts"]
 
 
 def test_prestart_claims_and_cleans_up(kubesim, tmp_path):

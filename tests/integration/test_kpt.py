@@ -24,6 +24,7 @@ so nothing kpt might fetch leaves the machine."""
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -32,7 +33,7 @@ import time
 
 import pytest
 
-from conftest import HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
+from conftest import EXEC_MODE, MODE_INIT_CONTAINERS, HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
 
 from kptlib import (GROUP_ID, KPT, KPTFILE, RESOURCES, USER_ID, assert_same, chown_tree,
                     docker_dir, hermetic_env, kpt, tree)
@@ -44,8 +45,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KPT), reason="kpt is not inst
 
 def pods_env(sim, root, **extra):
     """kpt with krmpod as its docker, at krmpod's default log level."""
+    # KUBECONFIG, sanitizers (and exec mode's settings; its cache under kpt's own TMPDIR)
     env = {k: v for k, v in base_env(sim).items()
-           if k not in ("PATH", "HOME", "KRMPOD_LOG_LEVEL")}  # KUBECONFIG, sanitizers
+           if k not in ("PATH", "HOME", "KRMPOD_LOG_LEVEL", "KRMPOD_CACHE_DIR")}
     env.update(hermetic_env(root, docker_dir(root, KRMPOD_BIN)))
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -167,6 +169,12 @@ def test_eval_network_mount_env_as_current_user(kubesim, shared_root):
                          root, env, as_user=True)
         trees[name] = tree(os.path.join(root, "pkg"))
     assert runs["pods"].returncode == 0, runs["pods"].stderr.decode()
+    if EXEC_MODE:  # each call has a HOME of its own (docs/internals/exec-mode.md)
+        for k, v in trees["pods"].items():
+            m = re.search(rb"ENV_HOME: (\S+)", v)
+            if m:
+                assert b"/call-" in m.group(1), v
+                trees["pods"][k] = v.replace(m.group(0), b"ENV_HOME: <unset>")
     assert_same("fn eval", runs["pods"], runs["direct"])
     assert trees["pods"] == trees["direct"], (trees["pods"], trees["direct"])
     seen = b"".join(trees["pods"].values()).decode()
@@ -181,8 +189,9 @@ def test_eval_network_mount_env_as_current_user(kubesim, shared_root):
     assert pods[0]["metadata"]["labels"]["krmpod.dev/network"] == "granted", pods[0]
     assert (spec["securityContext"]["runAsUser"],
             spec["securityContext"]["runAsGroup"]) == (USER_ID, GROUP_ID), spec
-    assert [c["name"] for c in spec["initContainers"]] == ["mounts"], spec
-    assert spec["containers"][0]["stdin"] is True, spec  # kpt passes -i
+    assert [c["name"] for c in spec["initContainers"]] == MODE_INIT_CONTAINERS + ["mounts"], spec
+    # kpt passes -i: the container takes stdin (exec mode: the call's exec does)
+    assert spec["containers"][0]["stdin"] is not EXEC_MODE, spec
     no_sanitizer_reports(runs["pods"].stderr)
 
 

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from apptrees import mount_app, tree
-from conftest import (HELPER_IMAGE, IMAGES, ROOT, KUSTOMIZE_RUN, base_env, kustomize,
+from conftest import (LOG_READS, MODE_INIT_CONTAINERS, HELPER_IMAGE, IMAGES, ROOT, KUSTOMIZE_RUN, base_env, kustomize,
                       no_sanitizer_reports, shim_link)
 
 DIRECT = os.path.join(ROOT, "tests", "fixtures")
@@ -75,17 +75,17 @@ def test_directory_mount_is_byte_exact_with_a_direct_run(kubesim, shim_dir, tmp_
     assert "line 003999 of a file" in out
     err = via.stderr.decode()
     # the transfer is timed, and the function costs one request more than without mounts:
-    # create, watch, events watch (Started), attach to the mounts helper, attach, pre-attach
-    # log, delete
+    # create, watch, events watch (Started), attach to the mounts helper, attach (exec mode:
+    # exec), pre-attach log (not in exec mode), delete
     m = re.search(r"mounts: 12 entries, (\d+) bytes of files \((\d+) bytes of tar\) "
                   r"delivered in \d+ ms", err)
     assert m, err
     assert int(m.group(1)) == sum(os.path.getsize(os.path.join(d, f))
                                   for d, _, files in os.walk(str(app / "data")) for f in files
                                   if not os.path.islink(os.path.join(d, f)))
-    assert "requests=7" in err, err
+    assert "requests=%d" % (6 + LOG_READS) in err, err
     reqs = api_requests(kubesim, before)
-    assert len(reqs) == 6, reqs  # the events watch is not a /pods request
+    assert len(reqs) == 5 + LOG_READS, reqs  # the events watch is not a /pods request
     assert sum("/attach?container=mounts&stdin=true" in r for r in reqs) == 1, reqs
     no_sanitizer_reports(via.stderr)
 
@@ -210,8 +210,9 @@ def test_a_named_volume_is_refused(kubesim, shim_dir, tmp_path):
 def test_mounts_without_a_helper_image_fail_clearly(kubesim, shim_dir, tmp_path):
     app = app_with(tmp_path, [("bind", "./data", "/data", False)], {"dirs": "/data"})
     tree(app / "data", {"a.txt": "a\n"})
+    # (attach mode: exec mode needs the helper image for itself, and says so)
     expect_refused(kubesim, shim_dir, app, ["KRMPOD_HELPER_IMAGE is not set"],
-                   env=base_env(kubesim, shim_dir))
+                   env=base_env(kubesim, shim_dir, KRMPOD_MODE=None, KRMPOD_HELPER_IMAGE=None))
 
 
 def test_a_helper_image_that_cannot_be_pulled_fails_fast(kubesim, shim_dir, tmp_path):
@@ -221,7 +222,10 @@ def test_a_helper_image_that_cannot_be_pulled_fails_fast(kubesim, shim_dir, tmp_
                                      KRMPOD_HELPER_IMAGE="example.com/krmpod/missing:v1"))
     err = r.stderr.decode()
     assert r.returncode != 0
-    assert "the mounts helper of pod" in err and "cannot start: ImagePullBackOff" in err, err
+    # the first of krmpod's init containers that uses it: exec mode's installer, or mounts
+    first = (MODE_INIT_CONTAINERS + ["mounts"])[0]
+    assert ("the init container %s of pod" % first) in err, err
+    assert "cannot start: ImagePullBackOff" in err, err
     assert "KRMPOD_HELPER_IMAGE=example.com/krmpod/missing:v1" in err, err
     no_sanitizer_reports(r.stderr)
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import (KRMPOD_BIN, KUSTOMIZE_RUN, Kubesim, base_env, no_sanitizer_reports,
+from conftest import (STREAM, KRMPOD_BIN, KUSTOMIZE_RUN, Kubesim, base_env, no_sanitizer_reports,
                       run_shim)
 from kubesim_lib import testing
 
@@ -62,14 +62,14 @@ def test_shim_on_1_20_names_the_version_then_rbac(old):
     assert ("likely cause: the server runs Kubernetes v1.20.0-kubesim, older than 1.30, the "
             "first release with the v5.channel.k8s.io stream protocol") in line, err
     assert "upgrade the cluster to 1.30 or newer" in line, err
-    assert ("other possible cause: RBAC: the credentials need pods/attach create and get in "
-            "namespace default") in line, err
+    assert ("other possible cause: RBAC: the credentials need pods/%s create and get in "
+            "namespace default" % STREAM) in line, err
     assert line.index("v1.20.0-kubesim") < line.index("RBAC"), line
     # the failure path read the version once; the pod was deleted (the fixture checks)
     assert len(version_requests(old)) == before + 1, version_requests(old)
     # the attach was the request refused, with an empty body: 403 in kubesim's log
-    assert any(re.search(r" GET /api/v1/namespaces/default/pods/krmpod-cat-\w+/attach\?\S* 403$",
-                         l) for l in old.requests()), old.requests()[-5:]
+    assert any(re.search(r" GET /api/v1/namespaces/default/pods/krmpod-cat-\w+/%s\?\S* 403$"
+                         % STREAM, l) for l in old.requests()), old.requests()[-5:]
 
 
 def test_a_working_function_never_reads_the_version(kubesim):

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from conftest import KUSTOMIZE_RUN, base_env, run_shim, start_shim
+from conftest import AGENT_MOUNTS, AGENT_VOLUMES, EXEC_MODE, KUSTOMIZE_RUN, base_env, run_shim, start_shim
 from test_generate import cmp_env, fn_app, generate
 
 CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
@@ -70,12 +70,13 @@ def test_template_fields_are_merged_and_the_floor_kept(kubesim, tmp_path):
     assert md["annotations"]["example.com/owner"] == "platform-team"
     assert md["annotations"]["krmpod.dev/image"] == "example.com/cat:v1"
     for k in ("tolerations", "nodeSelector", "affinity", "priorityClassName",
-              "imagePullSecrets", "runtimeClassName", "volumes"):
+              "imagePullSecrets", "runtimeClassName"):
         assert spec[k] == tspec[k], k
+    assert spec["volumes"] == tspec["volumes"] + AGENT_VOLUMES
     c = spec["containers"][0]
     assert c["image"] == "example.com/cat:v1"  # never the template's
-    assert c["stdin"] is True and c["stdinOnce"] is True and c["tty"] is False
-    assert c["volumeMounts"] == tspec["containers"][0]["volumeMounts"]
+    assert c["stdin"] is not EXEC_MODE and c["tty"] is False  # exec mode: the exec has stdin
+    assert c["volumeMounts"] == tspec["containers"][0]["volumeMounts"] + AGENT_MOUNTS
     # template resources are defaults; the explicit KRMPOD_MEMORY_LIMIT wins
     assert c["resources"] == {"requests": {"cpu": "250m", "memory": "128Mi"},
                               "limits": {"cpu": "2", "memory": "768Mi"}}

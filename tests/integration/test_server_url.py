@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from conftest import KUSTOMIZE_RUN, Kubesim, base_env, no_sanitizer_reports, run_shim
+from conftest import STREAM, KUSTOMIZE_RUN, Kubesim, base_env, no_sanitizer_reports, run_shim
 from kubesim_lib import testing
 
 
@@ -53,7 +53,7 @@ def test_function_runs_under_a_path_prefix(prefixed):
     lines = prefixed.requests()[before:]
     # the pod was created, watched, attached to and deleted, all through the prefix
     for what in (" POST /api/v1/namespaces/default/pods?", "/pods?watch=1",
-                 "/attach?container=fn", " DELETE /api/v1/namespaces/default/pods/"):
+                 "/%s?container=fn" % STREAM, " DELETE /api/v1/namespaces/default/pods/"):
         assert any(what in line for line in lines), (what, lines)
     assert not any(" 404" in line for line in lines), lines
 

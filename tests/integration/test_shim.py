@@ -6,7 +6,7 @@ import re
 import signal
 import time
 
-from conftest import KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim, start_shim
+from conftest import AGENT_MOUNTS, EXEC_MODE, HELPER_IMAGE, KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim, start_shim
 
 # semver 2.0 without build metadata, as golang.org/x/mod/semver (kpt's check) reads it:
 # numeric identifiers without leading zeros, pre-release identifiers of [0-9A-Za-z-].
@@ -179,7 +179,8 @@ def test_unknown_flag_is_125_and_named(kubesim):
 
 def test_mounts_that_cannot_work_are_refused_clearly(kubesim):
     # (working mounts: test_mounts.py)
-    r = run_shim(kubesim, ["run", "--mount", "type=bind,source=/a,target=/b", "example.com/cat"])
+    r = run_shim(kubesim, ["run", "--mount", "type=bind,source=/a,target=/b", "example.com/cat"],
+                 env=base_env(kubesim, KRMPOD_MODE=None, KRMPOD_HELPER_IMAGE=None))
     assert r.returncode == 125
     assert b"--mount type=bind,source=/a,target=/b" in r.stderr, r.stderr
     assert b"KRMPOD_HELPER_IMAGE is not set" in r.stderr, r.stderr
@@ -231,7 +232,15 @@ def test_pod_is_locked_down_and_labelled(kubesim):
     c = spec["containers"][0]
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
-    assert c["stdin"] is True and c["stdinOnce"] is True and c["tty"] is False
+    if EXEC_MODE:  # the container holds; the function comes through pods/exec
+        assert c["command"] == ["/krmpod/bin/krmpod", "hold"], c
+        assert c["stdin"] is False and c["tty"] is False and "env" not in c, c
+        [init] = spec["initContainers"]
+        assert init["command"] == ["krmpod", "install-self", "/krmpod/bin"], init
+        assert init["securityContext"] == c["securityContext"], init
+        assert init["image"] == HELPER_IMAGE and c["volumeMounts"] == AGENT_MOUNTS, spec
+    else:
+        assert c["stdin"] is True and c["stdinOnce"] is True and c["tty"] is False
     assert spec["activeDeadlineSeconds"] == 300
 
 

@@ -161,6 +161,7 @@ class Container:
         self.seen_running = False
         self.seen_exit = threading.Event()
         self.container_id = "kubesim://%s" % uuid.uuid4().hex
+        self.mounts = []  # [(mountPath, hostDir, readOnly)]
         self.started_at = None
         self.finished_at = None
         self.exit_code = None
@@ -976,20 +977,36 @@ class Cluster:
             env[n] = v
         return (env, defined), None
 
-    def _argv(self, cspec, defined):
+    def _argv(self, cspec, defined, mounts=()):
         """command (if any) replaces the image's entrypoint (the fixture executable)."""
         args = [expand(str(a), defined) for a in cspec.get("args") or []]
         cmd = [expand(str(a), defined) for a in cspec.get("command") or []]
         if not cmd:
             return [self.find_image(cspec["image"])] + args
-        return [self.resolve_command(cmd[0])] + cmd[1:] + args
+        return [self.resolve_command(cmd[0], mounts)] + cmd[1:] + args
 
-    def resolve_command(self, name):
+    @staticmethod
+    def kill_group(proc, sig):
+        _kill_group(proc, sig)
+
+    def resolve_command(self, name, mounts=()):
+        """A bare name: a fixture, else the host's PATH. An absolute path under one of the
+        container's volumeMounts ([(mountPath, hostDir, ro)]): the file in the mapped host
+        directory (the longest mountPath wins), as a runtime would find it there. Other
+        paths are the host's."""
         if "/" not in name:
             p = self.find_image(name)
             if p:
                 return p
             return shutil.which(name) or name
+        best = None
+        for mp, host, _ in mounts or ():
+            mp = mp.rstrip("/") or "/"
+            if (name == mp or name.startswith(mp + "/")) and (best is None or
+                                                              len(mp) > len(best[0])):
+                best = (mp, host)
+        if best:
+            return best[1] + name[len(best[0]):]
         return name
 
     def _prepare_mounts(self, rt, cspec, concurrent):
@@ -1099,7 +1116,7 @@ class Cluster:
                 "%s=%s%s" % (mp, host, ":ro" if ro else "") for mp, host, ro in c.mounts)
         c.env, c.cwd = env, self._cwd(rt, cspec, c.mounts)
         c.drop_caps = self.root and self.setpriv and any(ro for _, _, ro in c.mounts)
-        argv = self._argv(cspec, defined)
+        argv = self._argv(cspec, defined, c.mounts)
         want_stdin = bool(cspec.get("stdin"))
         with self.lock:
             if rt.stopped.is_set() or not self._alive(rt):

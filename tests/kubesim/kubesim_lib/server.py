@@ -47,6 +47,45 @@ def allowed(role, verb, resource, sub=""):
     return rules is None or verb in rules.get((resource, sub or ""), set())
 
 
+SUCCESS = json.dumps({"metadata": {}, "status": "Success"}).encode()
+
+
+class OutputStream:
+    """The output side of an attach or exec stream, with the truncation fault: after `cut`
+    bytes of output (None: never) it ends cleanly, channel-3 Success and close, while the
+    process goes on. Thread-safe; `ended` once the stream is closed."""
+
+    def __init__(self, ws, cut):
+        self.ws, self.cut, self.sent, self.ended = ws, cut, 0, False
+        self.lock = threading.Lock()
+
+    def send(self, ch, data):
+        with self.lock:
+            if self.ended:
+                return
+            if self.cut is not None and self.sent + len(data) >= self.cut:
+                data = data[:max(0, self.cut - self.sent)]
+                if data:
+                    self.ws.send_binary(bytes([ch]) + data)
+                self._end(b"\x03" + SUCCESS)
+                return
+            self.sent += len(data)
+            self.ws.send_binary(bytes([ch]) + data)
+
+    def end(self, status_json=SUCCESS):
+        """The channel-3 status and close, unless the stream ended already."""
+        with self.lock:
+            if not self.ended:
+                self._end(b"\x03" + status_json)
+
+    def _end(self, msg):
+        self.ended = True
+        try:
+            self.ws.send_binary(msg)
+        finally:
+            self.ws.close()
+
+
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -1186,7 +1225,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if sub == "attach":
             self.attach(ws, c, proto, faults)
         else:
-            self.exec_(ws, c, proto)
+            self.exec_(ws, c, proto, faults)
 
     def attach(self, ws, c, proto, faults):
         want_in = self.qbool("stdin")
@@ -1197,33 +1236,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # seen on a real 1.34 cluster (the output is cut, nothing says so).
         cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
             else None
-        sent = [0, False]
-        success = json.dumps({"metadata": {}, "status": "Success"}).encode()
+        out = OutputStream(ws, cut)
 
         def listener(ch, data):
             try:
-                if sent[1]:
-                    return
                 if ch == "exit":
-                    ws.send_binary(b"\x03" + success)
-                    ws.close()
+                    out.end()
                 elif data is not None and ((ch == 1 and want_out) or (ch == 2 and want_err)):
-                    if cut is not None and sent[0] + len(data) >= cut:
-                        data = data[:max(0, cut - sent[0])]
-                        if data:
-                            ws.send_binary(bytes([ch]) + data)
-                        sent[1] = True
-                        ws.send_binary(b"\x03" + success)
-                        ws.close()
-                        return
-                    sent[0] += len(data)
-                    ws.send_binary(bytes([ch]) + data)
+                    out.send(ch, data)
             except (Closed, OSError):
                 pass
         with c.lock:
             if c.exited.is_set():
-                ws.send_binary(b"\x03" + success)
-                ws.close()
+                out.end()
                 return
             c.listeners.append(listener)
             owns_stdin = (want_in and c.proc.stdin is not None and not c.stdin_taken and
@@ -1275,16 +1300,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     pass
         c.stdin_closed.set()
 
-    def exec_(self, ws, c, proto):
+    def exec_(self, ws, c, proto, faults):
         cl = self.server.cluster
         argv = self.q.get("command") or []
         if not argv:
             ws.send_binary(b"\x03" + json.dumps(status(400, "BadRequest",
                                                        "you must specify a command")).encode())
             return ws.close()
-        argv = [cl.resolve_command(argv[0])] + argv[1:]
+        argv = [cl.resolve_command(argv[0], c.mounts)] + argv[1:]
         want_in = self.qbool("stdin")
         rt = c.rt
+        # The stream faults apply to execs as to attaches: a dropped connection, or a clean
+        # close (Success) after this many bytes of output while the process goes on.
+        drop = faults.take("drop_attach")
+        cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
+            else None
         try:
             with cl.lock:
                 if rt.stopped.is_set() and rt.deleting:
@@ -1299,6 +1329,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            "exec: \"%s\": %s: unknown" % (argv[0], e.strerror or e),
                 "reason": "InternalError", "code": 500}).encode())
             return ws.close()
+        if drop:
+            time.sleep(0.05)
+            ws.drop()
+            return
+        out = OutputStream(ws, cut)
 
         def pump(stream, ch):
             while True:
@@ -1309,13 +1344,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if not data:
                     break
                 try:
-                    ws.send_binary(bytes([ch]) + data)
+                    out.send(ch, data)
                 except (Closed, OSError):
                     pass
         pumps = [threading.Thread(target=pump, args=(s, ch), daemon=True)
                  for s, ch in ((proc.stdout, 1), (proc.stderr, 2))]
         for t in pumps:
             t.start()
+        stdin_closed = threading.Event()
 
         def reader():
             try:
@@ -1326,6 +1362,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         proc.stdin.flush()
                     elif msg and msg[0] == 255 and proc.stdin:
                         proc.stdin.close()
+                        stdin_closed.set()
             except (Closed, OSError, ValueError):
                 pass
             finally:
@@ -1334,13 +1371,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         proc.stdin.close()
                     except OSError:
                         pass
+                stdin_closed.set()
         threading.Thread(target=reader, daemon=True).start()
+        if cl.faults.image_in("oom_images", c.spec["image"]):
+            # the OOM fault, for an exec: the session's processes are SIGKILLed once its
+            # stdin closed (or 0.2 s after it started); the container goes on
+            def oom():
+                stdin_closed.wait(0.2)
+                cl.kill_group(proc, 9)
+            threading.Thread(target=oom, daemon=True).start()
         rc = proc.wait()
         rt.execs.discard(proc)
         for t in pumps:
             t.join(5)
         if rc < 0:
             rc = 128 - rc
+        if cl.faults.image_in("oom_images", c.spec["image"]):
+            rc = 137  # one that ended on its own still hit its limit (as for containers)
         if rc == 0:
             st = {"metadata": {}, "status": "Success"}
         else:
@@ -1349,7 +1396,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                   "reason": "NonZeroExitCode",
                   "details": {"causes": [{"reason": "ExitCode", "message": str(rc)}]}}
         try:
-            ws.send_binary(b"\x03" + json.dumps(st).encode())
+            out.end(json.dumps(st).encode())
         except (Closed, OSError):
             pass
-        ws.close()

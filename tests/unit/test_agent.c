@@ -1,0 +1,247 @@
+/* Unit tests: krmpod's side of an exec-mode pod (agent.h): the call header, the trailer,
+ * and whole calls of /bin/sh in a scratch work directory. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/fdio.h"
+#include "check.h"
+
+static int parse(const char *text, struct agent_call_header *h, char *why, size_t size)
+{
+	struct err *e = NULL;
+	int rc = agent_call_header_parse(text, strlen(text), h, &e);
+	snprintf(why, size, "%.400s", e ? e->msg : "");
+	err_free(e);
+	return rc;
+}
+
+TEST(header_round_trip)
+{
+	char *argv[] = {"/fn", "a b", "line\nbreak", "\"quoted\"", NULL};
+	char *env[] = {"K=V", "EMPTY=", "MULTI=x=y\nz", NULL};
+	struct buf b;
+	buf_init(&b, 0);
+	agent_call_header_write(argv, env, &b);
+	CHECK(b.len > 0 && b.data[b.len - 1] == '\n');
+	CHECK(memchr(b.data, '\n', b.len) == b.data + b.len - 1); /* one line */
+	struct agent_call_header h;
+	struct err *e = NULL;
+	CHECK_INT(agent_call_header_parse(b.data, b.len - 1, &h, &e), 0);
+	for (size_t i = 0; argv[i]; i++)
+		CHECK_STR(h.argv[i], argv[i]);
+	CHECK(h.argv[4] == NULL);
+	for (size_t i = 0; env[i]; i++)
+		CHECK_STR(h.env[i], env[i]);
+	CHECK(h.env[3] == NULL);
+	agent_call_header_clear(&h);
+	buf_free(&b);
+}
+
+TEST(header_errors)
+{
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+	        {"", "call header"},
+	        {"[1]", "not a JSON object"},
+	        {"{\"argv\":[]}", "\"argv\" must be a non-empty array"},
+	        {"{\"env\":[\"A=1\"]}", "\"argv\" must be a non-empty array"},
+	        {"{\"argv\":[\"\"]}", "argv[0] must be a string (the first not empty)"},
+	        {"{\"argv\":[\"x\", 3]}", "argv[1] must be"},
+	        {"{\"argv\":[\"x\"],\"env\":[\"NOEQUALS\"]}", "env[0] must be a string NAME=VALUE"},
+	        {"{\"argv\":[\"x\"],\"env\":[\"=v\"]}", "env[0] must be a string NAME=VALUE"},
+	        {"{\"argv\":[\"x\"],\"env\":\"A=1\"}", "\"env\" must be an array"},
+	        {"{\"argv\":[\"x\"],\"cwd\":\"/\"}", "unknown field \"cwd\""},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct agent_call_header h;
+		char why[512];
+		CHECK_INT(parse(bad[i].text, &h, why, sizeof(why)), -1);
+		CHECK_CONTAINS(why, bad[i].why);
+	}
+}
+
+TEST(trailer)
+{
+	size_t tlen;
+	unsigned long long o, e;
+	int code;
+	const char ok[] = "func said this\n" AGENT_TRAILER_PREFIX "out=12 err=15 exit=3\n";
+	CHECK_INT(agent_trailer_parse(ok, strlen(ok), &tlen, &o, &e, &code), 0);
+	CHECK_INT(tlen, strlen(ok) - strlen("func said this\n"));
+	CHECK_INT(o, 12);
+	CHECK_INT(e, 15);
+	CHECK_INT(code, 3);
+	/* glued to output that did not end in a newline */
+	const char glued[] = "no newline" AGENT_TRAILER_PREFIX "out=0 err=10 exit=0\n";
+	CHECK_INT(agent_trailer_parse(glued, strlen(glued), &tlen, &o, &e, &code), 0);
+	CHECK_INT(tlen, strlen(glued) - strlen("no newline"));
+	static const char *const bad[] = {
+	        "",
+	        "just stderr\n",
+	        AGENT_TRAILER_PREFIX "out=1 err=2 exit=0",         /* cut: no newline */
+	        AGENT_TRAILER_PREFIX "out=1 err=2\n",              /* a field missing */
+	        AGENT_TRAILER_PREFIX "out=1 err=2 exit=0 extra\n", /* more after it */
+	        AGENT_TRAILER_PREFIX "out=1 err=2 exit=0\nmore\n", /* output after it */
+	        "krmpod-call-end out=1 err=2 exit=0\n",            /* no separator byte */
+	        AGENT_TRAILER_PREFIX "out=x err=2 exit=0\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT(agent_trailer_parse(bad[i], strlen(bad[i]), &tlen, &o, &e, &code), -1);
+}
+
+/* --- whole calls ------------------------------------------------------------------------- */
+
+struct call_result {
+	int rc, exit_code;
+	char out[4096], err[4096];
+	char msg[512];
+};
+
+/* Runs a call in workdir with stdin `header` + `input`. */
+static void call(const char *workdir, const char *header, const char *input, struct call_result *r)
+{
+	char in_path[] = "/tmp/krmpod-agent-in-XXXXXX", out_path[] = "/tmp/krmpod-agent-out-XXXXXX",
+	     err_path[] = "/tmp/krmpod-agent-err-XXXXXX";
+	int in = mkstemp(in_path), out = mkstemp(out_path), errfd = mkstemp(err_path);
+	unlink(in_path);
+	unlink(out_path);
+	unlink(err_path);
+	CHECK(write(in, header, strlen(header)) == (ssize_t)strlen(header));
+	CHECK(write(in, input, strlen(input)) == (ssize_t)strlen(input));
+	lseek(in, 0, SEEK_SET);
+	struct err *e = NULL;
+	r->rc = agent_call(workdir, in, out, errfd, &r->exit_code, &e);
+	snprintf(r->msg, sizeof(r->msg), "%.400s", e ? e->msg : "");
+	err_free(e);
+	memset(r->out, 0, sizeof(r->out));
+	memset(r->err, 0, sizeof(r->err));
+	CHECK(pread(out, r->out, sizeof(r->out) - 1, 0) >= 0);
+	CHECK(pread(errfd, r->err, sizeof(r->err) - 1, 0) >= 0);
+	close(in);
+	close(out);
+	close(errfd);
+}
+
+/* The entries of dir, but the lock, joined by ' '. */
+static void entries(const char *dir, char *out, size_t size)
+{
+	out[0] = '\0';
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' ||
+		    (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		     strcmp(e->d_name, AGENT_LOCK_NAME) != 0))
+			snprintf(out + strlen(out), size - strlen(out), "%s ", e->d_name);
+	if (d)
+		closedir(d);
+}
+
+TEST(call_runs_the_function_and_cleans_up)
+{
+	char work[] = "/tmp/krmpod-agent-work-XXXXXX";
+	CHECK(mkdtemp(work) != NULL);
+	/* what an earlier, killed call left goes before this one runs */
+	char stale[512];
+	snprintf(stale, sizeof(stale), "%s/call-stale", work);
+	CHECK(mkdir(stale, 0500) == 0);
+	const char *script =
+	        "{\"argv\":[\"/bin/sh\",\"-c\",\"test -d $HOME && test \\\"$HOME\\\" = "
+	        "\\\"$TMPDIR\\\" && case $HOME in */call-*) ;; *) exit 9;; esac; ls \\\"$(dirname "
+	        "$HOME)\\\" | grep -c stale; echo \\\"$GREETING\\\"; cat; echo oops >&2; "
+	        "mkdir -p $HOME/d/e && touch $HOME/d/e/f $HOME/../leaked && chmod 500 $HOME/d; "
+	        "exit 3\"],\"env\":[\"GREETING=hi there\"]}\n";
+	struct call_result r;
+	call(work, script, "the input\n", &r);
+	CHECK_INT(r.rc, 0);
+	CHECK_STR(r.msg, "");
+	CHECK_INT(r.exit_code, 3);
+	CHECK_STR(r.out, "0\nhi there\nthe input\n");
+	char want_err[128];
+	snprintf(want_err, sizeof(want_err), "oops\n" AGENT_TRAILER_PREFIX "out=%zu err=5 exit=3\n",
+	         strlen("0\nhi there\nthe input\n"));
+	CHECK_STR(r.err, want_err);
+	char left[512];
+	entries(work, left, sizeof(left));
+	CHECK_STR(left, ""); /* HOME, the read-only dir in it and what was written beside it */
+	fd_remove_tree(work, "test", NULL);
+}
+
+TEST(call_exit_codes)
+{
+	char work[] = "/tmp/krmpod-agent-work-XXXXXX";
+	CHECK(mkdtemp(work) != NULL);
+	struct call_result r;
+	call(work, "{\"argv\":[\"/bin/sh\",\"-c\",\"kill -9 $$\"]}\n", "", &r);
+	CHECK_INT(r.rc, 0);
+	CHECK_INT(r.exit_code, 137);
+	call(work, "{\"argv\":[\"/no/such/fn\"]}\n", "", &r);
+	CHECK_INT(r.rc, 0);
+	CHECK_INT(r.exit_code, 127);
+	CHECK_CONTAINS(r.err, "krmpod call: cannot run /no/such/fn: No such file or directory");
+	CHECK_CONTAINS(r.err, AGENT_TRAILER_PREFIX "out=0 err=");
+	/* a bad header runs nothing and writes no trailer */
+	call(work, "{\"argv\":[]}\n", "", &r);
+	CHECK_INT(r.rc, -1);
+	CHECK_CONTAINS(r.msg, "\"argv\" must be a non-empty array");
+	CHECK(strstr(r.err, "krmpod-call-end") == NULL);
+	/* no newline: the header never ended */
+	call(work, "{\"argv\":[\"true\"]}", "", &r);
+	CHECK_INT(r.rc, -1);
+	CHECK_CONTAINS(r.msg, "stdin ended before the call header's end");
+	fd_remove_tree(work, "test", NULL);
+}
+
+TEST(call_refuses_a_second_call_at_once)
+{
+	char work[] = "/tmp/krmpod-agent-work-XXXXXX";
+	CHECK(mkdtemp(work) != NULL);
+	char lock[512];
+	snprintf(lock, sizeof(lock), "%s/%s", work, AGENT_LOCK_NAME);
+	int fd = open(lock, O_RDWR | O_CREAT, 0600);
+	CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0); /* another call holds the pod */
+	struct call_result r;
+	call(work, "{\"argv\":[\"/bin/sh\",\"-c\",\"echo ran\"]}\n", "", &r);
+	CHECK_INT(r.rc, -1);
+	CHECK_CONTAINS(r.msg, "another call runs in this pod");
+	CHECK_STR(r.out, "");
+	close(fd);
+	call(work, "{\"argv\":[\"/bin/sh\",\"-c\",\"echo ran\"]}\n", "", &r);
+	CHECK_INT(r.rc, 0);
+	CHECK_STR(r.out, "ran\n");
+	fd_remove_tree(work, "test", NULL);
+}
+
+TEST(call_does_not_wait_for_a_background_process_holding_stdout)
+{
+	char work[] = "/tmp/krmpod-agent-work-XXXXXX";
+	CHECK(mkdtemp(work) != NULL);
+	struct call_result r;
+	call(work, "{\"argv\":[\"/bin/sh\",\"-c\",\"(sleep 30 &) ; echo done\"]}\n", "", &r);
+	CHECK_INT(r.rc, 0);
+	CHECK_INT(r.exit_code, 0);
+	CHECK_STR(r.out, "done\n");
+	fd_remove_tree(work, "test", NULL);
+}
+
+int main(void)
+{
+	RUN(header_round_trip);
+	RUN(header_errors);
+	RUN(trailer);
+	RUN(call_runs_the_function_and_cleans_up);
+	RUN(call_exit_codes);
+	RUN(call_refuses_a_second_call_at_once);
+	RUN(call_does_not_wait_for_a_background_process_holding_stdout);
+	return check_summary();
+}
