@@ -50,9 +50,9 @@ def sha256_digest(data):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def free_port():
+def free_port(addr="127.0.0.1"):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((addr, 0))
         return s.getsockname()[1]
 
 
@@ -69,7 +69,8 @@ class Pki:
     """A CA and a server certificate for 127.0.0.1/::1/localhost in `state`, like
     tests/kubesim/kubesim_lib/pki.py; ca, cert, key are file paths."""
 
-    def __init__(self, state):
+    def __init__(self, state, ips=()):
+        """ips: addresses the server certificate covers besides 127.0.0.1 and ::1."""
         os.makedirs(state, exist_ok=True)
         self.ca = os.path.join(state, "ca.crt")
         ca_key = os.path.join(state, "ca.key")
@@ -78,7 +79,8 @@ class Pki:
                   "-subj", "/CN=krmpod-test-registry-ca"])
         ext = os.path.join(state, "server.ext")
         with open(ext, "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n"
+            f.write("subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost%s\n"
+                    % "".join(",IP:" + ip for ip in ips) +
                     "extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n")
         self.key = os.path.join(state, "server.key")
         self.cert = os.path.join(state, "server.crt")
@@ -195,7 +197,9 @@ class Registry:
     ca is the CA file to trust. auth: None, "htpasswd" or "token" (users: {name: password};
     anonymous: whether the token service gives anonymous pull tokens)."""
 
-    def __init__(self, pki, auth=None, users=None, anonymous=False):
+    def __init__(self, pki, auth=None, users=None, anonymous=False, addr="127.0.0.1"):
+        """addr: the address it listens on (the certificate must cover it: Pki's ips)."""
+        self.addr = addr
         if not os.access(REGISTRY_BIN, os.X_OK):
             raise RegistryError("%s is missing: run scripts/install-test-deps.sh "
                                 "(Debian's docker-registry)" % REGISTRY_BIN)
@@ -234,8 +238,8 @@ class Registry:
         raise ValueError("auth: None, 'htpasswd' or 'token'")
 
     def _start(self, anonymous):
-        self.port = free_port()
-        self.host = "127.0.0.1:%d" % self.port
+        self.port = free_port(self.addr)
+        self.host = "%s:%d" % (self.addr, self.port)
         config = {
             "version": 0.1,
             "log": {"level": "warn", "accesslog": {"disabled": True}},
@@ -316,7 +320,7 @@ class Registry:
         authorization = self._authorization(repo) if auth else None
         if authorization:
             hdrs["Authorization"] = authorization
-        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=30)
+        conn = http.client.HTTPSConnection(self.addr, self.port, context=self.ctx, timeout=30)
         try:
             conn.request(method, path, body=body, headers=hdrs)
             resp = conn.getresponse()

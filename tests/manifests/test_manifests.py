@@ -39,6 +39,7 @@ EXPECTED_OBJECTS = {
 EXPECTED_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete"]},
     {"apiGroups": [""], "resources": ["pods/attach"], "verbs": ["get", "create"]},
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["watch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["get"]},

@@ -19,6 +19,7 @@ fails, naming them). At the end both namespaces are deleted (without waiting).""
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -228,6 +229,31 @@ def install(cluster, built_images):
 @pytest.fixture
 def sidecar(install):
     return install.sidecar
+
+
+@pytest.fixture(scope="session")
+def exec_mode(cluster, built_images, install):
+    """KRMPOD_MODE=exec for renders (docs/internals/exec-mode.md): the function images'
+    configs are read from a real registry (Debian's docker-registry, TLS with a CA of its
+    own) on the node's address, which the sidecar reaches; the fixture images are on the
+    node already (imported), so the registry holds only what krmpod reads: manifests and
+    configs saying what each image runs, as images.py built it. Returns the render env."""
+    import registrylib
+    node = cluster.env.get("REALKUBE_NODE_IP", "10.245.0.1")
+    state = os.path.join(images.WORK, "exec-registry")
+    shutil.rmtree(state, ignore_errors=True)
+    pki = registrylib.Pki(state, ips=(node,))
+    reg = registrylib.Registry(pki, addr=node)
+    try:
+        for name in built_images["functions"]:
+            reg.push_image("fns/" + name, "v1", images.function_config(name))
+        ca = "/tmp/krmpod-exec-registry-ca.crt"
+        with open(pki.ca, "rb") as f:
+            install.sidecar.put(f.read(), ca)
+        yield {"KRMPOD_MODE": "exec", "KRMPOD_REGISTRY_CA": ca,
+               "KRMPOD_REGISTRY_MIRRORS": "example.com=" + reg.host}
+    finally:
+        reg.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -327,6 +327,11 @@ class Importer:
 
 # ---- the images ------------------------------------------------------------------------
 
+def function_config(name):
+    """What a fixture's image runs (its image config's Entrypoint and User)."""
+    return {"Entrypoint": ["/usr/local/bin/" + name], "User": "65534:65534"}
+
+
 def build_all(sock, krmpod_bin, cmp_server_bin, fixtures=None):
     """Builds and imports every image; returns {"functions": {fixture: digest},
     "sidecar": digest, "argocd": digest, "sidecar_config": cfg, "imported": [...]}."""
@@ -347,9 +352,9 @@ def build_all(sock, krmpod_bin, cmp_server_bin, fixtures=None):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             shutil.copyfile(os.path.join(FIXTURES, name), dst)
             os.chmod(dst, 0o755)
+            cfg = function_config(name)
             result["functions"][name] = imp.image(FN_IMAGE % name, root,
-                                                  entrypoint=["/usr/local/bin/" + name],
-                                                  user="65534:65534")
+                                                  entrypoint=cfg["Entrypoint"], user=cfg["User"])
             shutil.rmtree(root)
 
         # the Argo CD stand-in: copyutil copies /usr/local/bin/argocd

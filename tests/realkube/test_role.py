@@ -28,6 +28,18 @@ def run_render(install, tmp_path, **env):
     return r.returncode == 0, r.stderr.decode(errors="replace")
 
 
+# The render env of exec mode (conftest.exec_mode), set by the test that needs it.
+EXEC_ENV = {}
+
+
+def run_exec_render(install, tmp_path):
+    """A render in exec mode: the function runs through pods/exec."""
+    r, _ = render(install, fn_app(tmp_path, "cat", name="app-%d" % time.monotonic_ns()),
+                  **EXEC_ENV)
+    err = r.stderr.decode(errors="replace")
+    return r.returncode == 0 and "runs in attach mode" not in err, err
+
+
 def run_prestart_claim(install, tmp_path):
     """A render whose function pod was started ahead: the shim claiming it reads it first."""
     r, _ = render(install, copy_fixture_app(tmp_path, name="app-%d" % time.monotonic_ns()),
@@ -87,6 +99,10 @@ FEATURES = {
     ("", "pods", "delete"): ("a render (the pod is deleted after)", run_render),
     ("", "pods/attach", "get"): ("a render (the attach's WebSocket upgrade)", run_render),
     ("", "pods/attach", "create"): ("a render (the attach, on Kubernetes 1.35+)", run_render),
+    ("", "pods/exec", "get"): ("a render in exec mode (the exec's WebSocket upgrade)",
+                               run_exec_render),
+    ("", "pods/exec", "create"): ("a render in exec mode (the exec, on Kubernetes 1.35+)",
+                                  run_exec_render),
     ("", "pods/log", "get"): ("early stderr recovery (pods/log)", run_early_stderr),
     ("", "events", "watch"): ("the early attach (the kubelet's Started event)",
                               run_early_attach),
@@ -99,6 +115,9 @@ FEATURES = {
 NOT_NEEDED = {
     ("", "pods/attach", "create"):
         "Kubernetes 1.34 authorizes the attach's WebSocket upgrade as `get` only; from 1.35 "
+        "(AuthorizePodWebsocketUpgradeCreatePermission) it also checks `create`",
+    ("", "pods/exec", "create"):
+        "Kubernetes 1.34 authorizes the exec's WebSocket upgrade as `get` only; from 1.35 "
         "(AuthorizePodWebsocketUpgradeCreatePermission) it also checks `create`",
 }
 
@@ -144,7 +163,9 @@ baselines = {}
 
 
 @pytest.mark.parametrize("pair", shipped_pairs(), ids=lambda p: "%s-%s" % (p[1], p[2]))
-def test_each_rule_is_needed(install, tmp_path, pair):
+def test_each_rule_is_needed(install, tmp_path, pair, request):
+    if pair[1] == "pods/exec":
+        EXEC_ENV.update(request.getfixturevalue("exec_mode"))
     assert pair in FEATURES, "no feature is known to need %s: name one in FEATURES, or " \
         "remove the rule from manifests/functions/rbac.yaml" % (pair,)
     feature, run = FEATURES[pair]
@@ -174,13 +195,13 @@ def test_each_rule_is_needed(install, tmp_path, pair):
     assert not ok, "%s still works without %s %s: the rule is not needed for it\n%s" % (
         feature, verb, resource, text)
     refusal = 'cannot %s resource "%s"' % (verb, resource)
-    if resource == "pods/attach":
+    if resource in ("pods/attach", "pods/exec"):
         # A refused WebSocket upgrade: libwebsockets does not hand over the API server's
         # Status body, so krmpod names the 403 and both causes, RBAC first when the server's
         # version is new enough.
         refusal = "403 Forbidden: the API server refused the stream upgrade; likely cause: " \
-            "RBAC: the credentials need pods/attach"
-        assert "/attach?" in text, text
+            "RBAC: the credentials need " + resource
+        assert "/%s?" % resource.split("/")[1] in text, text
     assert refusal in text, "%s failed without %s %s, but without saying so (%r):\n%s" % (
         feature, verb, resource, refusal, text)
 

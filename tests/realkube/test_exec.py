@@ -1,0 +1,69 @@
+"""Exec mode on the real cluster (docs/internals/exec-mode.md): the pod holds with krmpod
+installed by its init container from the pinned sidecar image, each function runs through
+pods/exec with its entrypoint from its image config (a real registry on the node's address,
+conftest.exec_mode), its output byte for byte the direct run's, its exit code from the
+stream. Pod Security "restricted" admits the pod; the kernel's OOM killer is named; a
+registry that cannot be reached means attach mode, said once."""
+from apps import copy_fixture_app, fn_app
+from conftest import FN_NS, assert_ok, exit_codes, pod_summary, render
+from sidecar import direct_build
+
+
+def test_pipeline_in_exec_mode_is_byte_exact(install, exec_mode, tmp_path):
+    app = copy_fixture_app(tmp_path)
+    r, pods = render(install, app, FROM_SHIM="shim value", **exec_mode)
+    assert_ok(r)
+    direct = direct_build(app, tmp_path, FROM_SHIM="shim value")
+    assert direct.returncode == 0, direct.stderr.decode()
+    assert r.stdout == direct.stdout, (r.stdout.decode(), direct.stdout.decode())
+    err = r.stderr.decode()
+    assert "add-label: labelled 3 items" in err, err
+    assert "krmpod-call-end" not in err, err  # the trailer is krmpod's, never the user's
+    assert len(pods) == 2, [pod_summary(p) for p in pods.values()]
+    for p in pods.values():
+        spec = p["created"]["spec"]
+        assert [c["name"] for c in spec["initContainers"]] == ["krmpod"], pod_summary(p)
+        assert spec["initContainers"][0]["image"] == install.pinned_image
+        assert spec["containers"][0]["command"] == ["/krmpod/bin/krmpod", "hold"]
+        # the init container installed krmpod and ended; the function container held
+        assert exit_codes(p, init=True) and set(exit_codes(p, init=True)) == {0}, \
+            pod_summary(p)
+    # no pod log was read: the output came over the exec alone
+    assert "/log?" not in err
+
+
+def test_exit_codes_come_from_the_stream(install, exec_mode, tmp_path):
+    for code in (0, 1, 3):
+        app = fn_app(tmp_path, "exit-code", name="app%d" % code, data={"code": code})
+        r, pods = render(install, app, **exec_mode)
+        err = r.stderr.decode()
+        assert "exit-code: code %d" % code in err, err
+        assert ("exit=%d " % code) in err, err
+        if code == 0:
+            assert_ok(r)
+        else:
+            assert r.returncode == 1 and r.stdout == b"", err
+            assert "exit status %d" % code in err, err
+
+
+def test_oom_kill_is_named(install, exec_mode, tmp_path):
+    app = fn_app(tmp_path, "exit-code", data={"eat_mb": 400})
+    r, pods = render(install, app, KRMPOD_MEMORY_LIMIT="96Mi", KRMPOD_MEMORY_REQUEST="64Mi",
+                     **exec_mode)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "exit=137" in err, err
+    assert "killed by the kernel's out-of-memory killer" in err, err  # the cgroup said so
+    assert "KRMPOD_MEMORY_LIMIT=96Mi" in err, err
+
+
+def test_unreachable_registry_means_attach_mode(install, exec_mode, tmp_path):
+    app = fn_app(tmp_path, "cat")
+    env = dict(exec_mode, KRMPOD_REGISTRY_MIRRORS="example.com=10.245.0.1:1")
+    r, pods = render(install, app, **env)
+    assert_ok(r)
+    err = r.stderr.decode()
+    assert "runs in attach mode: its image config cannot be read" in err, err
+    [p] = pods.values()
+    assert "initContainers" not in p["created"]["spec"], pod_summary(p)
+    assert p["created"]["metadata"]["namespace"] == FN_NS
