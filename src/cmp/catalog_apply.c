@@ -32,6 +32,7 @@ struct apply {
 	size_t n_defaults;
 	char **ann; /* per document: its runtime annotation, when resolved */
 	size_t resolved;
+	struct buf idempotent; /* images of resolved idempotent entries, comma-separated */
 	char *root, *ancestor; /* the copy, when not in place */
 };
 
@@ -46,6 +47,7 @@ static void apply_free(struct apply *a)
 	free(a->ann);
 	kustomization_tree_free(&a->tree);
 	free(a->ancestor);
+	buf_free(&a->idempotent);
 }
 
 /* Whether a document needs a runtime from a catalog: a function config without one that is
@@ -163,6 +165,8 @@ static int resolve(struct apply *a, size_t i, struct err **err)
 	         group[0] ? "/" : "", version, d->where, image,
 	         v->sha256 ? "" : " (no digest in the catalog)", from->name, from->source);
 	a->resolved++;
+	if (v->idempotent)
+		buf_printf(&a->idempotent, "%s%s", a->idempotent.len ? "," : "", image);
 	return 0;
 }
 
@@ -373,6 +377,7 @@ static int run(struct apply *a, struct catalog_apply *out, struct err **err)
 	out->copy_root = a->root;
 	a->root = NULL;
 	out->resolved = a->resolved;
+	out->idempotent_images = a->idempotent.len ? buf_steal(&a->idempotent, NULL) : NULL;
 	return 0;
 }
 
@@ -381,6 +386,7 @@ int catalog_apply(const struct settings *s, struct catalog_store *st, struct cat
 {
 	memset(out, 0, sizeof(*out));
 	struct apply a = {.s = s, .st = st};
+	buf_init(&a.idempotent, 0);
 	int rc = run(&a, out, err);
 	if (rc < 0) {
 		tree_copy_remove(a.root);
@@ -396,5 +402,6 @@ void catalog_apply_free(struct catalog_apply *a)
 	tree_copy_remove(a->copy_root);
 	free(a->copy_root);
 	free(a->work_dir);
+	free(a->idempotent_images);
 	memset(a, 0, sizeof(*a));
 }

@@ -38,6 +38,9 @@ struct catalog_apply {
 	char *work_dir;  /* where kustomize builds: the current directory or its copy */
 	char *copy_root; /* the private copy (removed by catalog_apply_free), or NULL */
 	size_t resolved; /* function configs resolved from catalogs */
+	/* The images of those whose catalog entry is idempotent, comma-separated (NULL: none):
+	 * the warm pool may keep their pods (fn_pool.h). */
+	char *idempotent_images;
 };
 
 /* Applies the catalogs to the tree of the current directory as described above. */

@@ -128,6 +128,9 @@ struct shim_env {
 	const char *overrides_file;  /* KRMPOD_FN_OVERRIDES */
 	const char *prestart_dir;    /* KRMPOD_PRESTART_DIR */
 	const char *policy_file;     /* KRMPOD_POLICY_FILE */
+	/* KRMPOD_WARM_POOL_IMAGES: the admin's patterns, and the images of the functions
+	 * resolved from idempotent catalog entries (NULL: as inherited) */
+	char *pool_images;
 };
 
 /* Whether an environment entry is one generate sets itself (so the inherited one goes). */
@@ -135,6 +138,8 @@ static bool replaced(const char *entry, const struct shim_env *se)
 {
 	static const char *const ours[] = {"PATH=", "KRMPOD_DEADLINE_MS=", "KRMPOD_FN_OVERRIDES=",
 	                                   "KRMPOD_PRESTART_DIR=", "KRMPOD_POLICY_FILE="};
+	if (se->pool_images && strncmp(entry, "KRMPOD_WARM_POOL_IMAGES=", 24) == 0)
+		return true;
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		if (strncmp(entry, ours[i], strlen(ours[i])) == 0)
 			return true;
@@ -166,6 +171,8 @@ static char **kustomize_env(char *const *envp, const struct shim_env *se)
 	        xasprintf("KRMPOD_FN_OVERRIDES=%s", se->overrides_file ? se->overrides_file : "");
 	env[k++] = xasprintf("KRMPOD_PRESTART_DIR=%s", se->prestart_dir ? se->prestart_dir : "");
 	env[k++] = xasprintf("KRMPOD_POLICY_FILE=%s", se->policy_file ? se->policy_file : "");
+	if (se->pool_images)
+		env[k++] = xasprintf("KRMPOD_WARM_POOL_IMAGES=%s", se->pool_images);
 	for (size_t i = 0; i < n; i++)
 		if (!replaced(envp[i], se))
 			env[k++] = xstrdup(envp[i]);
@@ -326,6 +333,21 @@ static int functions(struct render *r, char *const *envp, struct err **err)
 	return 0;
 }
 
+/* KRMPOD_WARM_POOL_IMAGES for the shims: the admin's, and the images this render resolved
+ * from idempotent catalog entries (the KEP's mark of a function safe to run again). NULL
+ * when there are none of the latter. */
+static char *pool_images(const struct settings *s, const char *idempotent)
+{
+	if (idempotent == NULL)
+		return NULL;
+	struct buf b;
+	buf_init(&b, 0);
+	for (size_t i = 0; i < s->n_pool_images; i++)
+		buf_printf(&b, "%s,", s->pool_images[i]);
+	buf_puts(&b, idempotent);
+	return buf_steal(&b, NULL);
+}
+
 /* Up to kustomize: the function configs, the shims' settings, their bin dir and files,
  * prestart, and kustomize's environment. */
 static int prepare(struct render *r, char *const *envp, struct err **err)
@@ -342,8 +364,10 @@ static int prepare(struct render *r, char *const *envp, struct err **err)
 	                      .template_file = r->template_file,
 	                      .overrides_file = r->overrides_file,
 	                      .prestart_dir = prestart_dir(r->pre),
-	                      .policy_file = r->policy_file};
+	                      .policy_file = r->policy_file,
+	                      .pool_images = pool_images(&r->fs, r->cat.idempotent_images)};
 	r->env = kustomize_env(envp, &se);
+	free(se.pool_images);
 	/* Prestart resolves each pod from the very environment the shims will get. */
 	if (r->pre && prestart_begin(r->pre, r->fns, r->n_fns, r->cs.prestart_max,
 	                             r->cs.allow_network, r->env, r->cfg, err) < 0)

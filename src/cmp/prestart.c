@@ -23,9 +23,11 @@
 #include "base/signals.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
+#include "fn/fn_pool.h"
 #include "fn/prestart_offer.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
+#include "pod/pod_names.h"
 #include "pod/pod_spec.h"
 #include "shim/docker_args.h"
 
@@ -34,7 +36,8 @@ struct offer {
 	size_t len;
 	uint64_t key;
 	char *image;
-	char *pod; /* its name, once created */
+	char *pod;    /* its name, once created */
+	bool to_pool; /* a warm-pool pod (fn_pool.h): made idle in the pool, not offered */
 };
 
 struct prestart {
@@ -46,6 +49,9 @@ struct prestart {
 	pid_t janitor; /* the child that creates the pods and deletes the unclaimed ones */
 	int pipe_w;    /* closing it (or dying) tells the janitor to clean up */
 	int64_t t0;
+	/* The warm pool's settings, when a function goes to it: its janitor runs at the end. */
+	struct settings pool;
+	bool pooling;
 };
 
 /* The argv kustomize builds for a function config (../shared/design.md §3.1), after `run`. */
@@ -98,6 +104,29 @@ static void touch(const char *path)
 		close(fd);
 }
 
+/* A pool function: an idle pod is made in its pool unless the pool has one (or the
+ * namespace has no room for another pool pod). Returns 1 when one was made. */
+static unsigned fill_pool(struct prestart *p, struct kube_client *c, const struct offer *o)
+{
+	char key[17];
+	fn_pool_key_text(o->key, key);
+	cleanup_free char *sel = xasprintf(POD_LABEL_POOL "=%s," POD_LABEL_POOL_STATE "=idle", key);
+	cleanup_json struct json *list = NULL, *pod = NULL;
+	cleanup_err struct err *e = NULL;
+	bool room = false;
+	if (kube_api_pod_list(c, p->ns, sel, &list, &e) < 0 ||
+	    json_len(json_get(list, "items")) > 0 ||
+	    fn_pool_room(c, &p->pool, p->ns, &room, &e) < 0 || !room ||
+	    kube_api_pod_create(c, p->ns, o->body, o->len, &pod, &e) < 0) {
+		if (e)
+			log_debug("%s: warm pool not filled: %s", o->image, e->msg);
+		return 0;
+	}
+	log_debug("pod %s made idle in the warm pool for %s",
+	          json_str(json_path(pod, "metadata.name")), o->image);
+	return 1;
+}
+
 /* Creates the pods and offers each as it exists; stops early when generate is done, the
  * group is signalled, or a full ResourceQuota refuses one. Returns how many exist. */
 static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int pipe_r)
@@ -110,6 +139,11 @@ static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int 
 	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
 		struct offer *o = &p->offers[i];
 		cleanup_free char *marker = pending_marker(p, i);
+		if (o->to_pool) {
+			unlink(marker);
+			created += fill_pool(p, c, o);
+			continue;
+		}
 		cleanup_json struct json *pod = NULL;
 		cleanup_err struct err *ce = NULL;
 		log_debug("pod spec: %s", o->body);
@@ -177,6 +211,10 @@ static void janitor_main(struct prestart *p, int pipe_r)
 	while (!signals_cancel && !parent_done(pipe_r, 1000))
 		;
 	delete_unclaimed(p, c, &claimed, &deleted);
+	unsigned retired = 0;
+	cleanup_err struct err *pe = NULL;
+	if (p->pooling && fn_pool_janitor(c, &p->pool, p->ns, epoch_ms(), false, &retired, &pe) < 0)
+		log_warn("%s", pe->msg);
 	if (created)
 		log_info("%u pods started ahead in %lld ms, %u claimed, %u unclaimed deleted",
 		         created, (long long)(now_ms() - p->t0), claimed, deleted);
@@ -229,7 +267,20 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 	o->image = xstrdup(f->image);
 	struct buf b;
 	buf_init(&b, 0);
-	pod_spec_build(&req, &s, &b);
+	if (req.pooled) { /* fills the pool: an idle pod its shim (or a later render) leases */
+		char key[17];
+		fn_pool_key_text(o->key, key);
+		struct pod_pool_meta m = {key, NULL, 0, (long long)epoch_ms()};
+		pod_spec_build_pool(&req, &s, &m, &b);
+		o->to_pool = true;
+		if (!p->pooling) {
+			p->pool = s;
+			p->pooling = true;
+			memset(&s, 0, sizeof(s));
+		}
+	} else {
+		pod_spec_build(&req, &s, &b);
+	}
 	o->body = buf_steal(&b, &o->len);
 	settings_clear(&s);
 	fn_request_clear(&req);
@@ -307,5 +358,6 @@ void prestart_end(struct prestart *p)
 	free(p->dir);
 	free(p->ns);
 	free(p->offers);
+	settings_clear(&p->pool);
 	free(p);
 }

@@ -49,6 +49,9 @@ struct fn_request {
 	/* Exec mode (KRMPOD_MODE=exec, fn_image.h): what `krmpod call` runs in the pod, the
 	 * image's entrypoint and its cmd (or args), NULL-terminated; NULL in attach mode. */
 	char **exec_argv;
+	/* The warm pool takes this function (fn_pool.h): set with exec_argv when the pool is on
+	 * and the image is one it may keep. */
+	bool pooled;
 };
 
 void fn_request_clear(struct fn_request *req);

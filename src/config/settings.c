@@ -441,10 +441,10 @@ static int fit_start_timeout(char *const *e, struct settings *s, struct err **er
 	               (long long)s->start_timeout_ms, (long long)s->timeout_ms);
 }
 
-/* KRMPOD_IMAGE_ALLOWLIST: comma-separated patterns, '*' matching any run of characters. */
-static int load_allowlist(char *const *e, struct settings *s, struct err **err)
+/* Comma-separated image patterns ('*' any run of characters). */
+static int load_patterns(char *const *e, const char *var, char ***out, size_t *n, struct err **err)
 {
-	const char *v = settings_env(e, "KRMPOD_IMAGE_ALLOWLIST");
+	const char *v = settings_env(e, var);
 	if (v == NULL)
 		return 0;
 	cleanup_free char *copy = xstrdup(v);
@@ -452,21 +452,27 @@ static int load_allowlist(char *const *e, struct settings *s, struct err **err)
 	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
 		while (*p == ' ')
 			p++;
-		size_t n = strlen(p);
-		while (n > 0 && p[n - 1] == ' ')
-			p[--n] = '\0';
-		if (n == 0 || strpbrk(p, " \t"))
+		size_t len = strlen(p);
+		while (len > 0 && p[len - 1] == ' ')
+			p[--len] = '\0';
+		if (len == 0 || strpbrk(p, " \t"))
 			return err_set(err, ERR_CONFIG,
-			               "KRMPOD_IMAGE_ALLOWLIST=%s: \"%s\" is not an image pattern "
-			               "(e.g. registry.example.co/fns/*)",
-			               v, p);
-		s->image_allowlist =
-		        xrealloc(s->image_allowlist, (s->n_image_allowlist + 1) * sizeof(char *));
-		s->image_allowlist[s->n_image_allowlist++] = xstrdup(p);
+			               "%s=%s: \"%s\" is not an image pattern (e.g. "
+			               "registry.example.co/fns/*)",
+			               var, v, p);
+		*out = xrealloc(*out, (*n + 1) * sizeof(char *));
+		(*out)[(*n)++] = xstrdup(p);
 	}
-	if (s->n_image_allowlist == 0)
-		return err_set(err, ERR_CONFIG, "KRMPOD_IMAGE_ALLOWLIST=%s holds no pattern", v);
+	if (*n == 0)
+		return err_set(err, ERR_CONFIG, "%s=%s holds no pattern", var, v);
 	return 0;
+}
+
+/* KRMPOD_IMAGE_ALLOWLIST: comma-separated patterns, '*' matching any run of characters. */
+static int load_allowlist(char *const *e, struct settings *s, struct err **err)
+{
+	return load_patterns(e, "KRMPOD_IMAGE_ALLOWLIST", &s->image_allowlist,
+	                     &s->n_image_allowlist, err);
 }
 
 /* KRMPOD_IMAGE_POLICY and what it needs (docs/catalogs.md). */
@@ -551,6 +557,41 @@ static int load_mirrors(char *const *e, struct settings *s, struct err **err)
 	return 0;
 }
 
+static int load_count(char *const *e, const char *var, long def, long max, long *out,
+                      struct err **err)
+{
+	const char *v = settings_env(e, var);
+	*out = def;
+	if (v == NULL)
+		return 0;
+	char *end = NULL;
+	long n = strtol(v, &end, 10);
+	if (end == v || *end != '\0' || n < 1 || n > max)
+		return err_set(err, ERR_CONFIG, "%s=%s is not a number from 1 to %ld", var, v, max);
+	*out = n;
+	return 0;
+}
+
+/* The warm pool's settings (docs/internals/warm-pool.md). */
+static int load_pool(char *const *e, struct settings *s, struct err **err)
+{
+	const char *v = settings_env(e, "KRMPOD_WARM_POOL");
+	if (v && settings_parse_bool("KRMPOD_WARM_POOL", v, &s->warm_pool, err) < 0)
+		return -1;
+	if (load_patterns(e, "KRMPOD_WARM_POOL_IMAGES", &s->pool_images, &s->n_pool_images, err) <
+	            0 ||
+	    load_count(e, "KRMPOD_WARM_POOL_SIZE", 2, 16, &s->pool_size, err) < 0 ||
+	    load_count(e, "KRMPOD_WARM_POOL_MAX", 16, 1024, &s->pool_max, err) < 0 ||
+	    load_duration(e, "KRMPOD_WARM_POOL_TTL", 600000, &s->pool_ttl_ms, err) < 0 ||
+	    load_duration(e, "KRMPOD_WARM_POOL_MAX_LIFE", 3600000, &s->pool_life_ms, err) < 0)
+		return -1;
+	if (s->warm_pool && s->mode != FN_MODE_EXEC)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec (pool pods hold, and "
+		               "each call runs through pods/exec)");
+	return 0;
+}
+
 /* KRMPOD_MODE, and what exec mode needs. */
 static int load_mode(char *const *e, struct settings *s, struct err **err)
 {
@@ -606,7 +647,7 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	if (mmax &&
 	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
 		return -1;
-	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0)
+	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0)
 		return -1;
 	return fit_start_timeout(e, s, err);
 }
@@ -659,5 +700,8 @@ void settings_clear(struct settings *s)
 		free(s->registry_mirrors[i].value);
 	}
 	free(s->registry_mirrors);
+	for (size_t i = 0; i < s->n_pool_images; i++)
+		free(s->pool_images[i]);
+	free(s->pool_images);
 	memset(s, 0, sizeof(*s));
 }

@@ -104,6 +104,17 @@ struct settings {
 	 * instead (image configs and OCI catalogs), for air-gapped clusters and tests. */
 	struct label *registry_mirrors;
 	size_t n_registry_mirrors;
+	/* The warm pool (docs/internals/warm-pool.md), KRMPOD_WARM_POOL=true (default false;
+	 * needs KRMPOD_MODE=exec): exec-mode pods kept for reuse, for the functions of
+	 * KRMPOD_WARM_POOL_IMAGES (patterns, '*' any run) and those `krmpod generate` resolved
+	 * from a catalog entry marked idempotent. */
+	bool warm_pool;
+	char **pool_images;
+	size_t n_pool_images;
+	long pool_size;       /* KRMPOD_WARM_POOL_SIZE: idle pods kept per image (default 2) */
+	long pool_max;        /* KRMPOD_WARM_POOL_MAX: pool pods in the namespace (16) */
+	int64_t pool_ttl_ms;  /* KRMPOD_WARM_POOL_TTL: how long a pod may stay idle (10m) */
+	int64_t pool_life_ms; /* KRMPOD_WARM_POOL_MAX_LIFE: a pool pod's deadline (1h) */
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u

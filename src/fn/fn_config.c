@@ -13,6 +13,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "fn/fn_image.h"
+#include "fn/fn_pool.h"
 #include "kube/kube_api.h"
 #include "pod/pod_spec.h"
 #include "pod/pod_template.h"
@@ -104,7 +105,11 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct 
 	if (fn_config_load_template(s, cfg, err) < 0 ||
 	    settings_apply_overrides(s, req->image, err) < 0)
 		return -1;
-	return fn_image_resolve(s, req, &signals_cancel, now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS, err);
+	if (fn_image_resolve(s, req, &signals_cancel, now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS, err) <
+	    0)
+		return -1;
+	req->pooled = fn_pool_takes(s, req);
+	return 0;
 }
 
 int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_request *req,

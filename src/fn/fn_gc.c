@@ -17,11 +17,13 @@
 #include <time.h>
 
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
+#include "fn/fn_pool.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kubeconfig.h"
@@ -124,6 +126,15 @@ int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *re
 	}
 	if (rc == 0) {
 		sweep(c, s.namespace, list, o, res);
+		/* the warm pool: idle past its TTL, leased past the lease, beyond its size */
+		unsigned retired = 0;
+		cleanup_err struct err *pe = NULL;
+		if (fn_pool_janitor(c, &s, s.namespace, epoch_ms(), o->dry_run, &retired, &pe) <
+		    0) {
+			fprintf(o->out, "cannot sweep the warm pool: %s\n", pe->msg);
+			res->failed++;
+		}
+		res->deleted += retired;
 		fprintf(o->out,
 		        "gc: %u %s, %u kept (running, or finished less than %llds ago), %u "
 		        "failed\n",

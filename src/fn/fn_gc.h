@@ -1,6 +1,8 @@
 /* fn_gc.h — deleting function pods no shim will delete any more (`krmpod gc`): finished
  * for a while (a SIGKILLed shim's, or stopped by activeDeadlineSeconds), or past their
- * deadline. Never a running function, never a pod without krmpod.dev/function=true. */
+ * deadline; and the warm pool's (fn_pool.h): idle past KRMPOD_WARM_POOL_TTL, leased past
+ * their lease (the holder died), or beyond KRMPOD_WARM_POOL_SIZE idle ones per pool. Never
+ * a running function, never a pod without krmpod.dev/function=true. */
 #ifndef KRMPOD_FN_GC_H
 #define KRMPOD_FN_GC_H
 

@@ -12,6 +12,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
+#include "fn/fn_pool.h"
 #include "fn/prestart_offer.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
@@ -19,6 +20,9 @@
 
 /* Time allowed for deleting the pod after everything else, including after a signal. */
 #define DELETE_DEADLINE_MS 1500
+/* A pool lease lasts the run's KRMPOD_TIMEOUT and this much more (clock skew between the
+ * replicas, which compare it with their own clocks). */
+#define POOL_LEASE_SLACK_MS 5000
 /* How often a create refused by a full ResourceQuota is tried again. */
 #define QUOTA_RETRY_MS 500
 
@@ -32,6 +36,11 @@ struct fn_pod {
 	struct pod_watch *watch;
 	char *name;
 	const char *source; /* how the pod came (the row of `sources`) */
+	/* The warm pool (fn_pool.h): the lease this run holds on its pod (NULL: none), the idle
+	 * pods its pool had, and whether the pod ran already when it was taken (no watch). */
+	char *holder;
+	size_t pool_idle;
+	bool warm;
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
 	unsigned stream_requests; /* WebSocket connections (not made through client) */
@@ -77,6 +86,36 @@ struct pod_source {
 	int (*take)(struct fn_pod *p, struct json **created, struct err **err);
 };
 
+static void pool_key(const struct fn_pod *p, char key[17])
+{
+	fn_pool_key_text(fn_config_key(p->req, p->s), key);
+}
+
+static long long lease_until(const struct fn_pod *p)
+{
+	return (long long)epoch_ms() + p->s->timeout_ms + POOL_LEASE_SLACK_MS;
+}
+
+/* A pod of the warm pool, leased for this run. */
+static int take_pooled(struct fn_pod *p, struct json **created, struct err **err)
+{
+	if (!p->req->pooled)
+		return 0;
+	char key[17];
+	pool_key(p, key);
+	p->holder = fn_pool_holder();
+	int rc = fn_pool_claim(p->client, p->ns, key, p->holder, lease_until(p), created,
+	                       &p->pool_idle, err);
+	if (rc <= 0)
+		return rc;
+	p->name = xstrdup(json_str(json_path(*created, "metadata.name")));
+	const struct json *cs = json_path(*created, "status.containerStatuses");
+	for (size_t i = 0; i < json_len(cs); i++)
+		if (json_path(json_at(cs, i), "state.running"))
+			p->warm = true;
+	return 1;
+}
+
 /* A pod `krmpod generate` started ahead for exactly this request. */
 static int take_prestarted(struct fn_pod *p, struct json **created, struct err **err)
 {
@@ -85,6 +124,10 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	if (p->s->prestart_dir == NULL)
 		return 0;
 	p->name = prestart_offer_claim(p->s->prestart_dir, fn_config_key(p->req, p->s), p->cancel);
+	if (p->name) { /* a pod of its own: no lease to give back */
+		free(p->holder);
+		p->holder = NULL;
+	}
 	return p->name != NULL;
 }
 
@@ -94,7 +137,19 @@ static int take_created(struct fn_pod *p, struct json **created, struct err **er
 {
 	cleanup_buf struct buf body;
 	buf_init(&body, 0);
-	pod_spec_build(p->req, p->s, &body);
+	bool room = false;
+	if (p->req->pooled && fn_pool_room(p->client, p->s, p->ns, &room, err) < 0)
+		return -1;
+	if (room) { /* a new pod of the pool, leased to this run from the start */
+		char key[17];
+		pool_key(p, key);
+		struct pod_pool_meta m = {key, p->holder, lease_until(p), 0};
+		pod_spec_build_pool(p->req, p->s, &m, &body);
+	} else {
+		free(p->holder);
+		p->holder = NULL;
+		pod_spec_build(p->req, p->s, &body);
+	}
 	log_debug("pod spec: %s", body.data);
 	bool waited = false;
 	while (kube_api_pod_create(p->client, p->ns, body.data, body.len, created, err) < 0) {
@@ -115,6 +170,7 @@ static int take_created(struct fn_pod *p, struct json **created, struct err **er
 }
 
 static const struct pod_source sources[] = {
+        {"taken from the warm pool", take_pooled},
         {"started ahead by generate", take_prestarted},
         {"created now", take_created},
 };
@@ -134,8 +190,9 @@ int fn_pod_acquire(struct fn_pod *p, struct err **err)
 		               p->req->image);
 	log_set_pod(p->name);
 	log_debug("pod %s/%s for image %s, %s", p->ns, p->name, p->req->image, p->source);
-	if (pod_watch_start(p->cfg, p->ns, p->name, POD_CONTAINER_NAME, created, &p->watch, err) <
-	    0)
+	/* A warm pod runs already: the exec's stream says all there is to know. */
+	if (!p->warm && pod_watch_start(p->cfg, p->ns, p->name, POD_CONTAINER_NAME, created,
+	                                &p->watch, err) < 0)
 		return err_wrap(err, "watch pod %s", p->name);
 	if (*p->cancel)
 		return fn_pod_cancelled(p, NULL, err);
@@ -401,6 +458,11 @@ int64_t fn_pod_start_deadline(const struct fn_pod *p)
 	return p->start_deadline;
 }
 
+bool fn_pod_is_warm(const struct fn_pod *p)
+{
+	return p->warm;
+}
+
 bool fn_pod_is_cancelled(const struct fn_pod *p)
 {
 	return *p->cancel != 0;
@@ -435,6 +497,21 @@ static int delete_pod(struct fn_pod *p, struct err **err)
 	return 0;
 }
 
+/* The pod after the run: a leased pool pod goes back to its pool after a clean call (while
+ * the pool has fewer than KRMPOD_WARM_POOL_SIZE idle pods), any other is deleted. */
+static int end_pod(struct fn_pod *p, bool clean, struct err **err)
+{
+	if (p->holder == NULL)
+		return delete_pod(p, err);
+	kube_client_set_cancel(p->client, NULL);
+	kube_client_set_deadline(p->client, now_ms() + DELETE_DEADLINE_MS);
+	bool keep = clean && p->pool_idle < (size_t)p->s->pool_size;
+	if (fn_pool_release(p->client, p->ns, p->name, p->holder, keep, err) < 0)
+		return err_wrap(err, "give back pod %s/%s", p->ns, p->name);
+	log_debug("warm pool: pod %s/%s %s", p->ns, p->name, keep ? "given back" : "retired");
+	return 0;
+}
+
 /* When the container was first known to run: the Started event or the status. */
 static int64_t started_at(const struct pod_state *st)
 {
@@ -457,7 +534,7 @@ int fn_pod_close(struct fn_pod *p, int rc, int exit_code, struct err **err)
 	unsigned watch_requests = p->watch ? pod_watch_requests(p->watch) : 0;
 	if (p->name) {
 		cleanup_err struct err *derr = NULL;
-		if (delete_pod(p, &derr) < 0) {
+		if (end_pod(p, rc == 0 && exit_code == 0 && !*p->cancel, &derr) < 0) {
 			if (rc == 0) {
 				*err = derr;
 				derr = NULL;
@@ -480,6 +557,7 @@ int fn_pod_close(struct fn_pod *p, int rc, int exit_code, struct err **err)
 	 * the pod's deletion need not wait for. */
 	pod_watch_stop(p->watch);
 	free(p->name);
+	free(p->holder);
 	kube_client_free(p->client);
 	free(p);
 	return rc;

@@ -10,7 +10,12 @@
  *   create     a new pod, created now (a full ResourceQuota is waited out within
  *              KRMPOD_START_TIMEOUT).
  *
- * (A warm pool becomes one more row of that table.) Every wait on the pod goes through
+ *   warm pool  an idle pod of the warm pool for this request's pod key, leased to the run
+ *              (fn_pool.h); with the pool on, a new pod is made a pool pod (leased to the
+ *              run) while the namespace has room for one.
+ *
+ * At the end a leased pod goes back to its pool after a clean call (exit code 0), and is
+ * deleted otherwise. Every wait on the pod goes through
  * fn_pod_wait(), the one place the watch is waited on: it stops at the caller's condition,
  * at a deadline, or at cancellation. fn_pod_close() deletes the pod on every path that got
  * one (success, failure, timeout, signal), with a short deadline of its own, and logs the
@@ -108,6 +113,8 @@ const struct settings *fn_pod_settings(const struct fn_pod *p);
 int64_t fn_pod_deadline(const struct fn_pod *p);       /* the whole run's (now_ms clock) */
 int64_t fn_pod_start_deadline(const struct fn_pod *p); /* the start's */
 bool fn_pod_is_cancelled(const struct fn_pod *p);
+/* Taken from the warm pool running already: no watch, nothing to wait for. */
+bool fn_pod_is_warm(const struct fn_pod *p);
 
 /* Moves the start deadline later by ms (time spent sending mounts is not starting). */
 void fn_pod_extend_start(struct fn_pod *p, int64_t ms);

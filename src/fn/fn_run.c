@@ -31,8 +31,8 @@ static int run_in_pod(struct fn_pod *p, const struct mount_plan *plan, const str
 		return -1;
 	if (plan && fn_mounts_deliver(p, plan, io->err_fd, err) < 0)
 		return -1;
-	struct pod_state st;
-	if (fn_pod_wait_started(p, &st, err) < 0)
+	struct pod_state st = {0};
+	if (!fn_pod_is_warm(p) && fn_pod_wait_started(p, &st, err) < 0)
 		return -1;
 	if (fn_pod_request(p)->exec_argv)
 		return run_exec(p, &st, io, exit_code, err);

@@ -125,6 +125,14 @@ int kube_api_pod_delete(struct kube_client *c, const char *ns, const char *name,
 	return 0;
 }
 
+int kube_api_pod_json_patch(struct kube_client *c, const char *ns, const char *name,
+                            const char *patch, long *status, struct json **out, struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_path(ns, name);
+	return kube_request(c, "PATCH", path, "application/json-patch+json", patch, strlen(patch),
+	                    status, out, err);
+}
+
 int kube_api_pod_get(struct kube_client *c, const char *ns, const char *name, long *status,
                      struct json **out, struct err **err)
 {

@@ -65,6 +65,12 @@ int kube_api_pod_delete(struct kube_client *c, const char *ns, const char *name,
 int kube_api_pod_get(struct kube_client *c, const char *ns, const char *name, long *status,
                      struct json **out, struct err **err);
 
+/* Applies a JSON patch (RFC 6902, application/json-patch+json) to the pod: its "test"
+ * operations make it a compare-and-swap (the server applies it atomically: 422 when a test
+ * fails). *status as in kube_api_pod_get; *out (may be NULL) receives the pod after. */
+int kube_api_pod_json_patch(struct kube_client *c, const char *ns, const char *name,
+                            const char *patch, long *status, struct json **out, struct err **err);
+
 /* Lists the pods of ns that match a label selector ("k=v"). */
 int kube_api_pod_list(struct kube_client *c, const char *ns, const char *label_selector,
                       struct json **out, struct err **err);

@@ -30,7 +30,7 @@ void pod_agent_write_init_container(struct jw *w, const struct settings *s)
 	jw_str(w, POD_AGENT_BIN_DIR);
 	jw_arr_end(w);
 	pod_container_write_helper_resources(w);
-	pod_container_write_security_context(w);
+	pod_container_write_security_context(w, false);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	jw_key(w, "volumeMounts");
 	jw_arr_begin(w);

@@ -8,10 +8,12 @@ void pod_container_write_attach_fields(struct jw *w, bool stdin_)
 	jw_kv_bool(w, "tty", false);
 }
 
-void pod_container_write_security_context(struct jw *w)
+void pod_container_write_security_context(struct jw *w, bool read_only_root)
 {
 	jw_key(w, "securityContext");
 	jw_obj_begin(w);
+	if (read_only_root)
+		jw_kv_bool(w, "readOnlyRootFilesystem", true);
 	jw_kv_bool(w, "allowPrivilegeEscalation", false);
 	jw_kv_bool(w, "privileged", false);
 	jw_kv_bool(w, "runAsNonRoot", true);

@@ -9,8 +9,8 @@
 #include "base/json.h"
 
 /* Writes the container "securityContext" (no privilege escalation, not privileged,
- * non-root, all capabilities dropped). */
-void pod_container_write_security_context(struct jw *w);
+ * non-root, all capabilities dropped; with read_only_root, readOnlyRootFilesystem). */
+void pod_container_write_security_context(struct jw *w, bool read_only_root);
 
 /* The fields that make a container attachable the way krmpod streams it, no tty. With
  * `stdin_`, stdin and stdinOnce (the runtime closes stdin when the first attach's stdin

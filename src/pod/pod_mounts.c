@@ -43,7 +43,7 @@ void pod_mounts_write_init_container(struct jw *w, const struct fn_request *req,
 	jw_obj_end(w);
 	jw_arr_end(w);
 	pod_container_write_helper_resources(w);
-	pod_container_write_security_context(w);
+	pod_container_write_security_context(w, false);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	jw_key(w, "volumeMounts");
 	jw_arr_begin(w);

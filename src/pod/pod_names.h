@@ -21,6 +21,15 @@
 #define POD_MOUNTS_DIR            "/krmpod/mounts"
 #define POD_MOUNT_VOLUME_PREFIX   "krmpod-mount-"
 
+/* The warm pool (fn_pool.h): the pool a pod belongs to (its pod key, 16 hex digits),
+ * whether it is idle or leased, who holds the lease until when (epoch ms), and since when
+ * it is idle. */
+#define POD_LABEL_POOL              "krmpod.dev/pool"
+#define POD_LABEL_POOL_STATE        "krmpod.dev/pool-state" /* idle | busy */
+#define POD_ANNOTATION_LEASE_HOLDER "krmpod.dev/lease-holder"
+#define POD_ANNOTATION_LEASE_UNTIL  "krmpod.dev/lease-until"
+#define POD_ANNOTATION_IDLE_SINCE   "krmpod.dev/idle-since"
+
 /* Exec mode (pod_agent.h): the init container that installs krmpod, where it goes, and
  * the work directory `krmpod call` gives each call. */
 #define POD_AGENT_CONTAINER_NAME "krmpod"

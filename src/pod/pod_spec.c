@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,7 +83,28 @@ size_t pod_spec_labels(const struct settings *s, bool network_granted, struct la
 	return n;
 }
 
-static void write_metadata(struct jw *w, const struct fn_request *req, const struct settings *s)
+static void write_pool_meta(struct jw *w, const struct pod_pool_meta *m, bool labels)
+{
+	if (m == NULL)
+		return;
+	if (labels) {
+		jw_kv_str(w, POD_LABEL_POOL, m->key);
+		jw_kv_str(w, POD_LABEL_POOL_STATE, m->holder ? "busy" : "idle");
+		return;
+	}
+	char t[32];
+	if (m->holder) {
+		jw_kv_str(w, POD_ANNOTATION_LEASE_HOLDER, m->holder);
+		snprintf(t, sizeof(t), "%lld", m->lease_until_ms);
+		jw_kv_str(w, POD_ANNOTATION_LEASE_UNTIL, t);
+	} else {
+		snprintf(t, sizeof(t), "%lld", m->idle_since_ms);
+		jw_kv_str(w, POD_ANNOTATION_IDLE_SINCE, t);
+	}
+}
+
+static void write_metadata(struct jw *w, const struct fn_request *req, const struct settings *s,
+                           const struct pod_pool_meta *pool)
 {
 	jw_key(w, "metadata");
 	jw_obj_begin(w);
@@ -95,6 +118,7 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 	for (size_t i = 0; i < n; i++)
 		jw_kv_str(w, labels[i].key, labels[i].value);
 	free(labels);
+	write_pool_meta(w, pool, true);
 	jw_obj_end(w);
 	jw_key(w, "annotations");
 	jw_obj_begin(w);
@@ -104,8 +128,10 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 		    json_scalar(json_at(ta, i)))
 			jw_kv_str(w, json_key_at(ta, i), json_scalar(json_at(ta, i)));
 	jw_kv_str(w, POD_ANNOTATION_IMAGE, req->image);
+	write_pool_meta(w, pool, false);
 	jw_obj_end(w);
-	if (s->owner_pod) {
+	/* A pool pod is shared by every repo-server replica: it belongs to none of them. */
+	if (s->owner_pod && pool == NULL) {
 		jw_key(w, "ownerReferences");
 		jw_arr_begin(w);
 		jw_obj_begin(w);
@@ -237,7 +263,8 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	jw_kv_str(w, "memory", s->memory_limit);
 	jw_obj_end(w);
 	jw_obj_end(w);
-	pod_container_write_security_context(w);
+	/* a pooled pod serves many calls: nothing of one may stay in its filesystem */
+	pod_container_write_security_context(w, req->pooled);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	write_volume_mounts(w, req, s);
 	jw_obj_end(w);
@@ -245,17 +272,24 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 
 void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out)
 {
+	pod_spec_build_pool(req, s, NULL, out);
+}
+
+void pod_spec_build_pool(const struct fn_request *req, const struct settings *s,
+                         const struct pod_pool_meta *pool, struct buf *out)
+{
 	struct jw w;
 	jw_init(&w, out);
 	jw_obj_begin(&w);
 	jw_kv_str(&w, "apiVersion", "v1");
 	jw_kv_str(&w, "kind", "Pod");
-	write_metadata(&w, req, s);
+	write_metadata(&w, req, s, pool);
 	jw_key(&w, "spec");
 	jw_obj_begin(&w);
 	jw_kv_str(&w, "restartPolicy", "Never");
 	/* The pod must not outlive the run even if krmpod is SIGKILLed; round up. */
-	jw_kv_int(&w, "activeDeadlineSeconds", (s->timeout_ms + 999) / 1000);
+	int64_t life_ms = pool ? s->pool_life_ms : s->timeout_ms;
+	jw_kv_int(&w, "activeDeadlineSeconds", (life_ms + 999) / 1000);
 	jw_kv_int(&w, "terminationGracePeriodSeconds", 0);
 	jw_kv_bool(&w, "automountServiceAccountToken", false);
 	jw_kv_bool(&w, "enableServiceLinks", false);

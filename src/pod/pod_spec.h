@@ -30,6 +30,20 @@
  * were parsed. */
 void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out);
 
+/* A warm-pool pod (fn_pool.h): the pool's key and the lease it is created with (holder
+ * NULL: idle since idle_since_ms). */
+struct pod_pool_meta {
+	const char *key;    /* 16 hex digits: fn_config_key of the pod */
+	const char *holder; /* the lease's holder, or NULL */
+	long long lease_until_ms, idle_since_ms;
+};
+
+/* The same pod as a pool pod: labels krmpod.dev/pool=KEY and krmpod.dev/pool-state, the
+ * lease annotations, no ownerReference (every replica shares the pool), and
+ * activeDeadlineSeconds from KRMPOD_WARM_POOL_MAX_LIFE. */
+void pod_spec_build_pool(const struct fn_request *req, const struct settings *s,
+                         const struct pod_pool_meta *pool, struct buf *out);
+
 /* The labels a function pod carries, in the pod's order: the PodTemplate's (unless
  * KRMPOD_EXTRA_LABELS sets the same key), KRMPOD_EXTRA_LABELS, then krmpod's own
  * (managed-by, function, and network: "granted" or "none"). The strings are borrowed from s

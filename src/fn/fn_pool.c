@@ -1,0 +1,257 @@
+/* fn_pool.c — see fn_pool.h and docs/internals/warm-pool.md. */
+#include "fn/fn_pool.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/xalloc.h"
+#include "catalog/policy.h"
+#include "kube/kube_api.h"
+#include "pod/pod_names.h"
+
+/* JSON-pointer paths (RFC 6901: '/' in a key is "~1"). */
+#define P_STATE  "/metadata/labels/krmpod.dev~1pool-state"
+#define P_HOLDER "/metadata/annotations/krmpod.dev~1lease-holder"
+#define P_UNTIL  "/metadata/annotations/krmpod.dev~1lease-until"
+#define P_IDLE   "/metadata/annotations/krmpod.dev~1idle-since"
+
+bool fn_pool_takes(const struct settings *s, const struct fn_request *req)
+{
+	if (!s->warm_pool || req->exec_argv == NULL || req->n_mounts > 0)
+		return false;
+	for (size_t i = 0; i < s->n_pool_images; i++)
+		if (policy_pattern_match(s->pool_images[i], req->image))
+			return true;
+	return false;
+}
+
+char *fn_pool_holder(void)
+{
+	char host[64] = "";
+	gethostname(host, sizeof(host) - 1);
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (uint32_t)now_ms();
+	return xasprintf("%s/%d/%08" PRIx32, host[0] ? host : "krmpod", (int)getpid(), r);
+}
+
+void fn_pool_key_text(uint64_t key, char out[17])
+{
+	snprintf(out, 17, "%016" PRIx64, key);
+}
+
+/* A pod a claim may take: not being deleted, not ended, its function container not ended. */
+static bool claimable(const struct json *pod)
+{
+	if (json_path(pod, "metadata.deletionTimestamp") != NULL)
+		return false;
+	const char *phase = json_str(json_path(pod, "status.phase"));
+	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+		return false;
+	const struct json *cs = json_path(pod, "status.containerStatuses");
+	for (size_t i = 0; i < json_len(cs); i++)
+		if (json_path(json_at(cs, i), "state.terminated"))
+			return false;
+	return true;
+}
+
+static bool is_idle(const struct json *pod)
+{
+	const char *v = json_str(json_get(json_path(pod, "metadata.labels"), POD_LABEL_POOL_STATE));
+	return v && strcmp(v, "idle") == 0;
+}
+
+static long long annotation_ms(const struct json *pod, const char *name)
+{
+	const struct json *a = json_path(pod, "metadata.annotations");
+	const char *v = json_str(json_get(a, name));
+	return v ? strtoll(v, NULL, 10) : 0;
+}
+
+/* The lease patch: idle -> busy, held by holder until lease_until_ms. */
+static char *claim_patch(const char *holder, long long lease_until_ms)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_arr_begin(&w);
+	const struct {
+		const char *op, *path, *value;
+	} ops[] = {
+	        {"test", P_STATE, "idle"}, {"replace", P_STATE, "busy"}, {"add", P_HOLDER, holder}};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		jw_obj_begin(&w);
+		jw_kv_str(&w, "op", ops[i].op);
+		jw_kv_str(&w, "path", ops[i].path);
+		jw_kv_str(&w, "value", ops[i].value);
+		jw_obj_end(&w);
+	}
+	char until[32];
+	snprintf(until, sizeof(until), "%lld", lease_until_ms);
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "op", "add");
+	jw_kv_str(&w, "path", P_UNTIL);
+	jw_kv_str(&w, "value", until);
+	jw_obj_end(&w);
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "op", "remove");
+	jw_kv_str(&w, "path", P_IDLE);
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	return buf_steal(&b, NULL);
+}
+
+int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const char *holder,
+                  long long lease_until_ms, struct json **pod, size_t *idle, struct err **err)
+{
+	*pod = NULL;
+	*idle = 0;
+	cleanup_free char *sel = xasprintf(POD_LABEL_POOL "=%s," POD_LABEL_POOL_STATE "=idle", key);
+	cleanup_json struct json *list = NULL;
+	if (kube_api_pod_list(c, ns, sel, &list, err) < 0)
+		return err_wrap(err, "list the warm pool %s", key);
+	const struct json *items = json_get(list, "items");
+	size_t n = json_len(items);
+	*idle = n;
+	if (n == 0)
+		return 0;
+	cleanup_free char *patch = claim_patch(holder, lease_until_ms);
+	uint32_t start = 0;
+	if (getrandom(&start, sizeof(start), 0) != (ssize_t)sizeof(start))
+		start = (uint32_t)now_ms();
+	for (size_t k = 0; k < n; k++) { /* from a random one: concurrent callers spread */
+		const struct json *it = json_at(items, (start + k) % n);
+		const char *name = json_str(json_path(it, "metadata.name"));
+		if (name == NULL || !claimable(it))
+			continue;
+		long status = 0;
+		cleanup_err struct err *e = NULL;
+		if (kube_api_pod_json_patch(c, ns, name, patch, &status, pod, &e) == 0)
+			return 1;
+		if (status != 422 && status != 404 && status != 409) {
+			*err = e;
+			e = NULL;
+			return err_wrap(err, "take the lease on pod %s/%s", ns, name);
+		}
+		log_debug("warm pool: pod %s/%s went to another caller (%ld)", ns, name, status);
+	}
+	return 0;
+}
+
+int fn_pool_room(struct kube_client *c, const struct settings *s, const char *ns, bool *room,
+                 struct err **err)
+{
+	cleanup_json struct json *list = NULL;
+	if (kube_api_pod_list(c, ns, POD_LABEL_POOL, &list, err) < 0)
+		return err_wrap(err, "list the warm pool");
+	*room = json_len(json_get(list, "items")) < (size_t)s->pool_max;
+	return 0;
+}
+
+int fn_pool_release(struct kube_client *c, const char *ns, const char *name, const char *holder,
+                    bool keep, struct err **err)
+{
+	if (keep) {
+		cleanup_buf struct buf b;
+		buf_init(&b, 0);
+		struct jw w;
+		jw_init(&w, &b);
+		jw_arr_begin(&w);
+		const struct {
+			const char *op, *path, *value;
+		} ops[] = {{"test", P_HOLDER, holder},
+		           {"replace", P_STATE, "idle"},
+		           {"remove", P_HOLDER, NULL},
+		           {"remove", P_UNTIL, NULL}};
+		for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			jw_obj_begin(&w);
+			jw_kv_str(&w, "op", ops[i].op);
+			jw_kv_str(&w, "path", ops[i].path);
+			if (ops[i].value)
+				jw_kv_str(&w, "value", ops[i].value);
+			jw_obj_end(&w);
+		}
+		char since[32];
+		snprintf(since, sizeof(since), "%lld", (long long)epoch_ms());
+		jw_obj_begin(&w);
+		jw_kv_str(&w, "op", "add");
+		jw_kv_str(&w, "path", P_IDLE);
+		jw_kv_str(&w, "value", since);
+		jw_obj_end(&w);
+		jw_arr_end(&w);
+		long status = 0;
+		cleanup_err struct err *e = NULL;
+		if (kube_api_pod_json_patch(c, ns, name, b.data, &status, NULL, &e) == 0)
+			return 0;
+		log_info("warm pool: pod %s/%s could not be given back (%s): retiring it", ns, name,
+		         e->msg);
+	}
+	return kube_api_pod_delete(c, ns, name, err);
+}
+
+/* Why the janitor deletes a pool pod (NULL: it stays). *idle_seen counts the idle pods of
+ * its pool met so far (the first KRMPOD_WARM_POOL_SIZE stay). */
+static const char *retire_reason(const struct settings *s, const struct json *pod, long long now,
+                                 size_t *idle_seen)
+{
+	if (!claimable(pod))
+		return "ended";
+	if (!is_idle(pod)) {
+		long long until = annotation_ms(pod, POD_ANNOTATION_LEASE_UNTIL);
+		return until > 0 && until < now ? "its lease ran out (the holder died)" : NULL;
+	}
+	long long since = annotation_ms(pod, POD_ANNOTATION_IDLE_SINCE);
+	if (since > 0 && now - since > s->pool_ttl_ms)
+		return "idle past KRMPOD_WARM_POOL_TTL";
+	if (++*idle_seen > (size_t)s->pool_size)
+		return "beyond KRMPOD_WARM_POOL_SIZE idle pods";
+	return NULL;
+}
+
+int fn_pool_janitor(struct kube_client *c, const struct settings *s, const char *ns,
+                    long long now_epoch_ms, bool dry_run, unsigned *deleted, struct err **err)
+{
+	cleanup_json struct json *list = NULL;
+	if (kube_api_pod_list(c, ns, POD_LABEL_POOL, &list, err) < 0)
+		return err_wrap(err, "list the warm pool");
+	const struct json *items = json_get(list, "items");
+	/* idle pods counted per pool: the pools in the order met */
+	size_t n = json_len(items);
+	cleanup_free const char **keys = xcalloc(n + 1, sizeof(char *));
+	cleanup_free size_t *counts = xcalloc(n + 1, sizeof(size_t));
+	size_t n_keys = 0, kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct json *pod = json_at(items, i);
+		const char *key =
+		        json_str(json_get(json_path(pod, "metadata.labels"), POD_LABEL_POOL));
+		const char *name = json_str(json_path(pod, "metadata.name"));
+		size_t k = 0;
+		while (k < n_keys && key && strcmp(keys[k], key) != 0)
+			k++;
+		if (k == n_keys && key)
+			keys[n_keys++] = key;
+		const char *why = retire_reason(s, pod, now_epoch_ms, &counts[k]);
+		/* creators racing for the last room can make more than KRMPOD_WARM_POOL_MAX */
+		if (why == NULL && ++kept > (size_t)s->pool_max && is_idle(pod)) {
+			kept--;
+			why = "beyond KRMPOD_WARM_POOL_MAX pool pods";
+		}
+		if (why == NULL || name == NULL)
+			continue;
+		log_info("warm pool: %s pod %s/%s: %s", dry_run ? "would delete" : "deleting", ns,
+		         name, why);
+		if (!dry_run && kube_api_pod_delete(c, ns, name, err) < 0)
+			return err_wrap(err, "delete pool pod %s/%s", ns, name);
+		(*deleted)++;
+	}
+	return 0;
+}

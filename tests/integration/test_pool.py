@@ -1,0 +1,242 @@
+"""The warm pool (docs/internals/warm-pool.md) on kubesim: exec-mode pods kept for the next
+call, leased through the API server with a JSON patch that tests the lease. Reuse and
+byte-exact output, what a call leaves for the next (nothing), two callers and one idle pod,
+a holder killed with SIGKILL, the TTL, the size and the cap, failures retire their pod, and
+generate's prestart filling the pool. Each test ends with `krmpod gc` emptying the pool,
+so kubesim holds no pod afterwards (the fixture checks)."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import KUSTOMIZE_RUN, base_env, exec_settings, run_shim, shim_link
+from test_generate import cmp_env, fn_app, generate
+
+POOLED = "example.com/fns/*"
+
+
+def pool_env(kubesim, **extra):
+    settings = dict(exec_settings(), KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES=POOLED)
+    settings.update(extra)
+    return base_env(kubesim, **settings)
+
+
+def pool_pods(kubesim):
+    return [p for p in kubesim.api_pods() if "krmpod.dev/pool" in p["metadata"]["labels"]]
+
+
+def state(pod):
+    return pod["metadata"]["labels"]["krmpod.dev/pool-state"]
+
+
+def gc(kubesim, **extra):
+    r = subprocess.run([shim_link("krmpod"), "gc"], env=pool_env(kubesim, **extra),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode() + r.stderr.decode()
+
+
+@pytest.fixture
+def pool(kubesim):
+    """kubesim, and the pool emptied by krmpod gc at the end (a 1 ms TTL retires every
+    idle pod)."""
+    yield kubesim
+    gc(kubesim, KRMPOD_WARM_POOL_TTL="1ms")
+    left = pool_pods(kubesim)
+    assert left == [], "gc left pool pods: %s" % [p["metadata"]["name"] for p in left]
+
+
+def summary(r):
+    m = re.search(rb"pod=(\S+): image=\S+ .* exit=(-?\d+) requests=(\d+)", r.stderr)
+    assert m, r.stderr.decode()
+    return m.group(1).decode(), int(m.group(2)), int(m.group(3))
+
+
+def creates(kubesim, before):
+    return [l for l in kubesim.requests()[before:] if " POST " in l and "/pods?" in l]
+
+
+def test_a_second_call_reuses_the_pod(pool):
+    data = b"".join(b"- item %05d\n" % i for i in range(5000))
+    before = len(pool.requests())
+    first = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=data,
+                     env=pool_env(pool, KRMPOD_LOG_LEVEL="debug"))
+    assert first.returncode == 0 and first.stdout == data, first.stderr.decode()
+    pod1, _, _ = summary(first)
+    assert b"created now" in first.stderr
+    [p] = pool_pods(pool)
+    assert p["metadata"]["name"] == pod1 and state(p) == "idle", p["metadata"]
+    assert "krmpod.dev/lease-holder" not in p["metadata"]["annotations"]
+    assert p["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert "ownerReferences" not in p["metadata"]  # shared by every replica
+    second = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=data,
+                      env=pool_env(pool, KRMPOD_LOG_LEVEL="debug"))
+    assert second.returncode == 0 and second.stdout == data, second.stderr.decode()
+    pod2, code, requests = summary(second)
+    assert pod2 == pod1 and code == 0
+    assert b"taken from the warm pool" in second.stderr
+    # the list, the lease, the exec and the lease given back
+    assert requests == 4, second.stderr.decode()
+    assert len(creates(pool, before)) == 1
+    assert [state(p) for p in pool_pods(pool)] == ["idle"]
+
+
+def test_nothing_of_a_call_reaches_the_next(pool):
+    env = pool_env(pool)
+    for i in range(3):
+        r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/home-probe:v1"],
+                     stdin=b"x%d" % i, env=env)
+        assert r.returncode == 0 and r.stdout == b"x%d" % i, r.stderr.decode()
+        err = r.stderr.decode()
+        assert "home-probe: HOME=[]" in err and "home-probe: TMPDIR=[]" in err, err
+        around = re.search(r"home-probe: around=\[(.*)\]", err).group(1).split()
+        assert len(around) == 1 and around[0].startswith("call-"), err  # its own HOME only
+    assert len(pool_pods(pool)) == 1  # the same pod all three times
+
+
+def test_two_callers_never_share_a_pod(pool):
+    env = pool_env(pool)
+    r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"warm", env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    [idle] = pool_pods(pool)
+    # two calls at once, each holding its pod until its stdin closes
+    procs = [subprocess.Popen([shim_link()] + KUSTOMIZE_RUN + ["example.com/fns/cat:v1"],
+                              env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(2)]
+    deadline = time.time() + 20
+    while time.time() < deadline and sum(state(p) == "busy" for p in pool_pods(pool)) < 2:
+        time.sleep(0.05)
+    busy = [p for p in pool_pods(pool) if state(p) == "busy"]
+    assert len(busy) == 2, [p["metadata"] for p in pool_pods(pool)]
+    holders = {p["metadata"]["annotations"]["krmpod.dev/lease-holder"] for p in busy}
+    assert len(holders) == 2, holders
+    outs = [p.communicate(b"call %d" % i, timeout=30) for i, p in enumerate(procs)]
+    for i, (p, (out, err)) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and out == b"call %d" % i, err.decode()
+    names = {summary(subprocess.CompletedProcess([], 0, o, e))[0] for o, e in outs}
+    assert len(names) == 2 and idle["metadata"]["name"] in names, names
+
+
+def test_a_killed_holder_s_pod_is_retired_after_its_lease(pool):
+    env = pool_env(pool, KRMPOD_TIMEOUT="2s")
+    proc = subprocess.Popen([shim_link()] + KUSTOMIZE_RUN + ["example.com/fns/cat:v1"],
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 20
+    while time.time() < deadline and not [p for p in pool_pods(pool) if state(p) == "busy"]:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=10)
+    [p] = pool_pods(pool)
+    assert state(p) == "busy"
+    until = int(p["metadata"]["annotations"]["krmpod.dev/lease-until"])
+    # within the lease gc keeps it (its holder may still be at work)...
+    out = gc(pool)
+    assert [q["metadata"]["name"] for q in pool_pods(pool)] == [p["metadata"]["name"]], out
+    # ...after it, the pod goes
+    time.sleep(max(0, until / 1000 - time.time()) + 0.5)
+    out = gc(pool)
+    assert "its lease ran out (the holder died)" in out, out
+    assert pool_pods(pool) == []
+
+
+def test_ttl_size_and_cap(pool):
+    env = pool_env(pool, KRMPOD_WARM_POOL_SIZE="1", KRMPOD_WARM_POOL_MAX="2")
+    procs = []
+    for i in range(3):  # three calls running at once, started one after the other
+        procs.append(subprocess.Popen([shim_link()] + KUSTOMIZE_RUN + ["example.com/fns/cat:v1"],
+                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE))
+        deadline = time.time() + 20
+        while time.time() < deadline and len([p for p in pool.api_pods()
+                                              if p["status"].get("phase") == "Running"]) <= i:
+            time.sleep(0.05)
+    # only two pool pods (the cap); the third call got an ordinary pod
+    assert len(pool.api_pods()) == 3 and len(pool_pods(pool)) == 2, \
+        [p["metadata"]["name"] for p in pool.api_pods()]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(b"%d" % i, timeout=30)
+        assert p.returncode == 0 and out == b"%d" % i, err.decode()
+    # each was given back (its pool had no idle pod when it took it): two idle, one more
+    # than KRMPOD_WARM_POOL_SIZE, which the janitor trims; within the TTL the other stays
+    assert [state(p) for p in pool_pods(pool)] == ["idle", "idle"], pool_pods(pool)
+    out = gc(pool, KRMPOD_WARM_POOL_SIZE="1")
+    assert "beyond KRMPOD_WARM_POOL_SIZE idle pods" in out, out
+    assert len(pool_pods(pool)) == 1, out
+    time.sleep(0.3)
+    out = gc(pool, KRMPOD_WARM_POOL_SIZE="1", KRMPOD_WARM_POOL_TTL="200ms")
+    assert "idle past KRMPOD_WARM_POOL_TTL" in out and pool_pods(pool) == [], out
+
+
+def test_a_failed_call_retires_its_pod(pool):
+    env = pool_env(pool)
+    r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/fail:v1"], stdin=b"x", env=env)
+    assert r.returncode == 3 and b"fail: boom" in r.stderr, r.stderr.decode()
+    assert pool_pods(pool) == []
+
+
+def test_images_the_pool_does_not_take_get_pods_of_their_own(pool):
+    env = pool_env(pool, KRMPOD_WARM_POOL_IMAGES="registry.example.co/*")
+    r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x", env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert pool_pods(pool) == [] and pool.api_pods() == []
+
+
+def test_generate_fills_the_pool_and_a_second_render_creates_nothing(pool, tmp_path):
+    app = fn_app(tmp_path, "example.com/fns/cat:v1")
+    env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                          KRMPOD_WARM_POOL_IMAGES=POOLED))
+    first = generate(app, env)
+    assert first.returncode == 0, first.stderr.decode()
+    assert [state(p) for p in pool_pods(pool)] == ["idle"]
+    before = len(pool.requests())
+    second = generate(app, env)
+    assert second.returncode == 0 and second.stdout == first.stdout, second.stderr.decode()
+    assert creates(pool, before) == [], pool.requests()[before:]
+
+
+def test_an_idempotent_catalog_entry_is_pooled(pool, tmp_path):
+    """KEP-2906's `idempotent: true` is the catalog's word that a function may run again: a
+    function generate resolved from such an entry goes to the pool without a pattern."""
+    import registrylib
+    from conftest import _EXEC
+    from test_catalogs import admin_catalog, app_tree, catalog
+    exec_settings()  # the registry serving the fixtures' image configs
+    manifest, _ = _EXEC["registry"].image("add-label")
+    entry = ("krmpod.test", "AddLabel", "v1", "example.com/fns/add-label:v1",
+             {"sha256": registrylib.sha256_digest(manifest)[len("sha256:"):]})
+    admin = admin_catalog(tmp_path, catalog("pooled", [entry]))
+    app = app_tree(tmp_path, catalogs=())
+    env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                          KRMPOD_DEFAULT_CATALOGS=str(admin)))
+    r = generate(app, env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"team: platform" in r.stdout
+    [p] = pool_pods(pool)
+    assert p["metadata"]["annotations"]["krmpod.dev/image"].startswith(
+        "example.com/fns/add-label@sha256:"), p["metadata"]
+    # the same entry without `idempotent`: an ordinary pod, deleted after
+    gc(pool, KRMPOD_WARM_POOL_TTL="1ms")
+    doc = catalog("plain", [entry])
+    doc["spec"]["krmFunctions"][0]["versions"][0]["idempotent"] = False
+    admin = admin_catalog(tmp_path, doc, name="plain.yaml")
+    r = generate(app, dict(env, KRMPOD_DEFAULT_CATALOGS=str(admin)))
+    assert r.returncode == 0, r.stderr.decode()
+    assert pool_pods(pool) == [] and pool.api_pods() == []
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"KRMPOD_MODE": "attach"}, "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec"),
+    ({"KRMPOD_WARM_POOL_SIZE": "0"}, "KRMPOD_WARM_POOL_SIZE=0 is not a number from 1 to 16"),
+    ({"KRMPOD_WARM_POOL_MAX": "x"}, "KRMPOD_WARM_POOL_MAX=x is not a number from 1 to 1024"),
+    ({"KRMPOD_WARM_POOL_TTL": "soon"}, "KRMPOD_WARM_POOL_TTL"),
+    ({"KRMPOD_WARM_POOL_IMAGES": " , "}, "KRMPOD_WARM_POOL_IMAGES= , : \"\" is not an image pattern"),
+])
+def test_bad_pool_settings_are_named(pool, settings, message):
+    r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x",
+                 env=pool_env(pool, **settings))
+    assert r.returncode == 125 and message.encode() in r.stderr, r.stderr.decode()
+    assert pool.api_pods() == []
