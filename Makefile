@@ -134,7 +134,7 @@ build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
 realkube-test: test-deps build/krmpod build/realkube/argocd-cmp-server
 	REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/realkube
 
-test: lint unit kubesim-test registry-test manifests-test e2e-selftest integration realkube-test
+test: lint unit kubesim-test registry-test manifests-test e2e-selftest integration soak-short realkube-test
 	@echo "make test: all tiers passed"
 
 demo: test-deps build/krmpod
@@ -172,6 +172,8 @@ clean:
 
 distclean:
 	rm -rf build
+
+include tests/soak/soak.mk
 
 # The Argo CD sidecar image, built from locally made base images (debootstrap, docker import;
 # no container registry needed) and tested against kubesim: scripts/image-local.sh.

@@ -54,3 +54,36 @@ def make_resource_list(path, size):
             f.write(s)
             written += len(s)
             n += 1
+
+
+def three_function_app(path, registry="example.com/fns"):
+    """The load test's app (tests/load, tests/realkube/test_load.py): a Deployment and a
+    ConfigMap, a generator (gen-configmap) and two transformers (add-label, set-labels), so
+    a render runs three functions, one after another. `path` is the directory to create."""
+    os.makedirs(path)
+
+    def fn(name, kind, image, data, envs=()):
+        env_lines = ("        envs:\n" + "".join("        - %s\n" % e for e in envs)
+                     if envs else "")
+        body = "".join("  %s: %s\n" % kv for kv in data)
+        with open(os.path.join(path, name), "w") as f:
+            f.write("apiVersion: krmpod.test/v1\nkind: %s\nmetadata:\n  name: %s\n"
+                    "  annotations:\n    config.kubernetes.io/function: |\n      container:\n"
+                    "        image: %s/%s:v1\n%sdata:\n%s"
+                    % (kind, name[:-5], registry, image, env_lines, body))
+
+    with open(os.path.join(path, "kustomization.yaml"), "w") as f:
+        f.write("resources:\n- deployment.yaml\n- cm.yaml\ngenerators:\n- gen.yaml\n"
+                "transformers:\n- label.yaml\n- team.yaml\n")
+    with open(os.path.join(path, "deployment.yaml"), "w") as f:
+        f.write("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n"
+                "  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n"
+                "    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n"
+                "      - name: web\n        image: nginx:1.27\n")
+    with open(os.path.join(path, "cm.yaml"), "w") as f:
+        f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\ndata:\n  k: v\n")
+    fn("gen.yaml", "GenerateConfigMap", "gen-configmap",
+       [("name", "settings"), ("color", "blue"), ("env", "GREETING")], ["GREETING=hello"])
+    fn("label.yaml", "AddLabel", "add-label", [("key", "tier"), ("value", "load")])
+    fn("team.yaml", "SetLabels", "set-labels", [("team", "platform")])
+    return path

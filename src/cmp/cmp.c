@@ -27,9 +27,14 @@
 #include "config/cmp_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
+#include "fn/shim_marker.h"
+#include "kube/kube_api.h"
+#include "kube/kube_http.h"
 #include "kube/kubeconfig.h"
 
 #define INIT_KUSTOMIZE_TIMEOUT_MS 2000
+/* How long deleting the pods of killed shims may take (lost_shims). */
+#define LOST_POD_DELETE_MS 3000
 
 static int need_kustomization(const char *what, struct err **err)
 {
@@ -131,13 +136,18 @@ struct shim_env {
 	/* KRMPOD_WARM_POOL_IMAGES: the admin's patterns, and the images of the functions
 	 * resolved from idempotent catalog entries (NULL: as inherited) */
 	char *pool_images;
+	const char *running_dir; /* KRMPOD_RUNNING_DIR */
 };
 
 /* Whether an environment entry is one generate sets itself (so the inherited one goes). */
 static bool replaced(const char *entry, const struct shim_env *se)
 {
-	static const char *const ours[] = {"PATH=", "KRMPOD_DEADLINE_MS=", "KRMPOD_FN_OVERRIDES=",
-	                                   "KRMPOD_PRESTART_DIR=", "KRMPOD_POLICY_FILE="};
+	static const char *const ours[] = {"PATH=",
+	                                   "KRMPOD_DEADLINE_MS=",
+	                                   "KRMPOD_FN_OVERRIDES=",
+	                                   "KRMPOD_PRESTART_DIR=",
+	                                   "KRMPOD_POLICY_FILE=",
+	                                   "KRMPOD_RUNNING_DIR="};
 	if (se->pool_images && strncmp(entry, "KRMPOD_WARM_POOL_IMAGES=", 24) == 0)
 		return true;
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
@@ -156,7 +166,7 @@ static char **kustomize_env(char *const *envp, const struct shim_env *se)
 	size_t n = 0;
 	while (envp[n])
 		n++;
-	char **env = xcalloc(n + 8, sizeof(char *));
+	char **env = xcalloc(n + 9, sizeof(char *));
 	size_t k = 0;
 	/* The shims are quiet by default (kpt copies their stderr into its results); under
 	 * generate each function's line is wanted, unless the user chose a level. */
@@ -173,6 +183,7 @@ static char **kustomize_env(char *const *envp, const struct shim_env *se)
 	env[k++] = xasprintf("KRMPOD_POLICY_FILE=%s", se->policy_file ? se->policy_file : "");
 	if (se->pool_images)
 		env[k++] = xasprintf("KRMPOD_WARM_POOL_IMAGES=%s", se->pool_images);
+	env[k++] = xasprintf("KRMPOD_RUNNING_DIR=%s", se->running_dir ? se->running_dir : "");
 	for (size_t i = 0; i < n; i++)
 		if (!replaced(envp[i], se))
 			env[k++] = xstrdup(envp[i]);
@@ -259,7 +270,8 @@ struct render {
 	struct policy policy;                 /* the image policy */
 	char *policy_file;                    /* ... handed to the shims */
 	struct prestart *pre;
-	char **env; /* kustomize's */
+	char *running_dir; /* the shims' markers (fn/shim_marker.h) */
+	char **env;        /* kustomize's */
 	struct buf out;
 };
 
@@ -273,6 +285,9 @@ static void unlink_free(char *path)
 static void render_free(struct render *r)
 {
 	prestart_end(r->pre);
+	if (r->running_dir)
+		shim_markers_remove_dir(r->running_dir);
+	free(r->running_dir);
 	settings_clear(&r->fs);
 	kube_config_free(r->cfg);
 	kustomization_functions_free(r->fns, r->n_fns);
@@ -356,7 +371,11 @@ static int prepare(struct render *r, char *const *envp, struct err **err)
 	    (r->cfg && prefetch_template(&r->fs, r->cfg, &r->template_file, err) < 0) ||
 	    collect_overrides(&r->fs, r->fns, r->n_fns, &r->overrides_file, err) < 0)
 		return -1;
-	if (r->cs.prestart && r->n_fns > 0 && prestart_new(&r->pre, err) < 0)
+	if (r->cs.prestart && r->n_fns > 0 &&
+	    prestart_new(&r->pre, r->t0 + r->cs.timeout_ms, err) < 0)
+		return -1;
+	if (r->cfg &&
+	    tmp_dir_make("krmpod-running", "the running shims' markers", &r->running_dir, err) < 0)
 		return -1;
 	struct shim_env se = {.level_given = r->cs.log_level_given,
 	                      .shim_dir = r->sd.path,
@@ -365,6 +384,7 @@ static int prepare(struct render *r, char *const *envp, struct err **err)
 	                      .overrides_file = r->overrides_file,
 	                      .prestart_dir = prestart_dir(r->pre),
 	                      .policy_file = r->policy_file,
+	                      .running_dir = r->running_dir,
 	                      .pool_images = pool_images(&r->fs, r->cat.idempotent_images)};
 	r->env = kustomize_env(envp, &se);
 	free(se.pool_images);
@@ -373,6 +393,46 @@ static int prepare(struct render *r, char *const *envp, struct err **err)
 	                             r->cs.allow_network, r->env, r->cfg, err) < 0)
 		return -1;
 	return 0;
+}
+
+/* Shims that died without a word, as their markers tell once kustomize ended
+ * (fn/shim_marker.h): each one's function is named in *what (NULL when there is none) and
+ * its pod, when it had one, deleted (bounded, not cancellable: nobody else will). */
+static void lost_shims(struct render *r, char **what)
+{
+	*what = NULL;
+	struct shim_marker *m = NULL;
+	size_t n = 0;
+	if (r->running_dir)
+		shim_markers_collect(r->running_dir, &m, &n);
+	if (n == 0)
+		return;
+	cleanup_kube_client struct kube_client *c = NULL;
+	cleanup_err struct err *ce = NULL;
+	if (kube_client_new(r->cfg, &c, &ce) < 0)
+		log_warn("cannot delete the pods of killed shims: %s", ce->msg);
+	else
+		kube_client_set_deadline(c, now_ms() + LOST_POD_DELETE_MS);
+	struct buf b;
+	buf_init(&b, 0);
+	for (size_t i = 0; i < n; i++) {
+		buf_printf(&b,
+		           "%sfunction %s: its shim (pid %d) was killed before it finished (by "
+		           "SIGKILL, or the OOM killer)",
+		           i ? "; " : "", m[i].image, (int)m[i].pid);
+		if (m[i].pod == NULL)
+			continue;
+		cleanup_err struct err *de = NULL;
+		if (c && kube_api_pod_delete(c, m[i].ns, m[i].pod, &de) == 0) {
+			buf_printf(&b, "; its pod %s/%s was deleted", m[i].ns, m[i].pod);
+			continue;
+		}
+		buf_printf(&b, "; its pod %s/%s is left for `krmpod gc`", m[i].ns, m[i].pod);
+		if (de)
+			log_warn("delete pod %s/%s: %s", m[i].ns, m[i].pod, de->msg);
+	}
+	shim_markers_free(m, n);
+	*what = buf_steal(&b, NULL);
 }
 
 /* kustomize, then the manifests on out_fd only when it succeeded with some. */
@@ -389,8 +449,13 @@ static int render(struct render *r, int out_fd, struct err **err)
 	        .keep = prestart_janitor(r->pre),
 	        .dir = r->cat.work_dir,
 	};
-	if (kustomize_run(&ko, &r->out, err) < 0)
-		return err_wrap(err, "generate");
+	int rc = kustomize_run(&ko, &r->out, err);
+	cleanup_free char *lost = NULL;
+	lost_shims(r, &lost);
+	if (rc < 0)
+		return lost ? err_wrap(err, "generate: %s", lost) : err_wrap(err, "generate");
+	if (lost)
+		log_warn("%s", lost);
 	if (blank(r->out.data, r->out.len))
 		return err_set(err, ERR_IO,
 		               "generate: kustomize succeeded but produced no manifests; refusing "

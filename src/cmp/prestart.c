@@ -31,6 +31,9 @@
 #include "pod/pod_spec.h"
 #include "shim/docker_args.h"
 
+/* How long the deletes of unclaimed pods may take after a signal (or near the deadline). */
+#define UNCLAIMED_DELETE_MS 3000
+
 struct offer {
 	char *body; /* the pod as JSON */
 	size_t len;
@@ -49,6 +52,7 @@ struct prestart {
 	pid_t janitor; /* the child that creates the pods and deletes the unclaimed ones */
 	int pipe_w;    /* closing it (or dying) tells the janitor to clean up */
 	int64_t t0;
+	int64_t deadline; /* generate's (now_ms() clock) */
 	/* The warm pool's settings, when a function goes to it: its janitor runs at the end. */
 	struct settings pool;
 	bool pooling;
@@ -134,7 +138,7 @@ static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int 
 	unsigned created = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		cleanup_free char *m = pending_marker(p, i);
-		touch(m);
+		prestart_offer_mark_pending(m);
 	}
 	for (size_t i = 0; i < p->n && !signals_cancel && !parent_done(pipe_r, 0); i++) {
 		struct offer *o = &p->offers[i];
@@ -172,12 +176,40 @@ static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int 
 	return created;
 }
 
-/* Deletes every offered pod nobody claimed: not cancellable, but bounded. */
+/* Makes the remaining deletes bounded (UNCLAIMED_DELETE_MS from now) and not cancellable:
+ * after a signal (Argo CD's kill sequence) the pods must go at once. */
+static void bounded_deletes(struct kube_client *c)
+{
+	kube_client_set_cancel(c, NULL);
+	kube_client_set_deadline(c, now_ms() + UNCLAIMED_DELETE_MS);
+}
+
+/* Deletes one unclaimed pod; a delete that waited out a throttled API server and was then
+ * interrupted by a signal gets one bounded try more. */
+static int delete_one(struct kube_client *c, const char *ns, const char *pod, struct err **err)
+{
+	if (kube_api_pod_delete(c, ns, pod, err) == 0)
+		return 0;
+	if ((*err)->code != ERR_SIGNAL)
+		return -1;
+	err_free(*err);
+	*err = NULL;
+	bounded_deletes(c);
+	return kube_api_pod_delete(c, ns, pod, err);
+}
+
+/* Deletes every offered pod nobody claimed. When generate ended (or died) without a signal,
+ * a throttled or failing API server (429 with Retry-After, 5xx) is waited out until
+ * generate's deadline, as every other request of the render may; after a signal the deletes
+ * are bounded and not cancellable. */
 static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned *claimed,
                              unsigned *deleted)
 {
-	kube_client_set_cancel(c, NULL);
-	kube_client_set_deadline(c, now_ms() + 3000);
+	bounded_deletes(c);
+	if (!signals_cancel && p->deadline > now_ms() + UNCLAIMED_DELETE_MS) {
+		kube_client_set_cancel(c, &signals_cancel);
+		kube_client_set_deadline(c, p->deadline);
+	}
 	for (size_t i = 0; i < p->n; i++) {
 		struct offer *o = &p->offers[i];
 		if (o->pod == NULL)
@@ -188,7 +220,7 @@ static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned
 			continue;
 		}
 		cleanup_err struct err *de = NULL;
-		if (kube_api_pod_delete(c, p->ns, o->pod, &de) < 0)
+		if (delete_one(c, p->ns, o->pod, &de) < 0)
 			log_warn("delete unclaimed pod %s/%s: %s", p->ns, o->pod, de->msg);
 		else
 			(*deleted)++;
@@ -222,10 +254,11 @@ static void janitor_main(struct prestart *p, int pipe_r)
 	_exit(0);
 }
 
-int prestart_new(struct prestart **out, struct err **err)
+int prestart_new(struct prestart **out, int64_t deadline_ms, struct err **err)
 {
 	struct prestart *p = xcalloc(1, sizeof(*p));
 	p->t0 = now_ms();
+	p->deadline = deadline_ms;
 	if (tmp_dir_make("krmpod-prestart", "the pods started ahead", &p->dir, err) < 0) {
 		prestart_end(p);
 		return -1;

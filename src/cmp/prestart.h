@@ -30,8 +30,10 @@
 struct prestart;
 
 /* generate side, first step: makes the offer directory under TMPDIR (fdio.h), which
- * generate hands the shims as KRMPOD_PRESTART_DIR. */
-int prestart_new(struct prestart **out, struct err **err);
+ * generate hands the shims as KRMPOD_PRESTART_DIR. deadline_ms (now_ms() clock) is
+ * generate's own: the janitor's deletes of unclaimed pods may wait out a throttled API
+ * server until then, unless a signal came. */
+int prestart_new(struct prestart **out, int64_t deadline_ms, struct err **err);
 
 /* The offer directory. */
 const char *prestart_dir(const struct prestart *p);
@@ -47,8 +49,8 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
                    bool allow_network, char *const *shim_env, struct kube_config *cfg,
                    struct err **err);
 
-/* Tells the janitor to delete every pod nobody claimed, waits for it, removes the directory.
- * NULL is fine. */
+/* Tells the janitor to delete every pod nobody claimed, waits for it (while it waits out a
+ * throttled API server, at most until the deadline), removes the directory. NULL is fine. */
 void prestart_end(struct prestart *p);
 
 /* The janitor's pid (0 without one): kustomize_run must not wait for it. */

@@ -638,6 +638,7 @@ static int load(char *const *e, struct settings *s, struct err **err)
 		return -1;
 	load_string(e, "KRMPOD_FN_OVERRIDES", &s->fn_overrides);
 	load_string(e, "KRMPOD_PRESTART_DIR", &s->prestart_dir);
+	load_string(e, "KRMPOD_RUNNING_DIR", &s->running_dir);
 	load_string(e, "KRMPOD_POD_TEMPLATE", &s->pod_template);
 	load_string(e, "KRMPOD_HELPER_IMAGE", &s->helper_image);
 	load_string(e, "KRMPOD_CONTEXT", &s->kube_context);
@@ -684,6 +685,7 @@ void settings_clear(struct settings *s)
 	free(s->max_memory_limit);
 	free(s->fn_overrides);
 	free(s->prestart_dir);
+	free(s->running_dir);
 	free(s->kube_context);
 	free(s->serviceaccount_dir);
 	catalog_refs_free(s->trusted_catalogs, s->n_trusted_catalogs);

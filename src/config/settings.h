@@ -79,6 +79,9 @@ struct settings {
 	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (fn/prestart_offer.h);
 	 * NULL when unset. */
 	char *prestart_dir;
+	/* KRMPOD_RUNNING_DIR: where a shim under `krmpod generate` keeps its marker while it runs
+	 * (fn/shim_marker.h); NULL when unset. */
+	char *running_dir;
 	/* KRMPOD_CONTEXT: the kubeconfig context to use instead of current-context; NULL. */
 	char *kube_context;
 	/* KRMPOD_SERVICEACCOUNT_DIR: where the in-cluster token, ca.crt and namespace are

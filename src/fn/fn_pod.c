@@ -14,6 +14,7 @@
 #include "fn/fn_config.h"
 #include "fn/fn_pool.h"
 #include "fn/prestart_offer.h"
+#include "fn/shim_marker.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "pod/pod_spec.h"
@@ -123,7 +124,8 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	(void)err;
 	if (p->s->prestart_dir == NULL)
 		return 0;
-	p->name = prestart_offer_claim(p->s->prestart_dir, fn_config_key(p->req, p->s), p->cancel);
+	p->name = prestart_offer_claim(p->s->prestart_dir, fn_config_key(p->req, p->s),
+	                               min64(p->start_deadline, p->deadline), p->cancel);
 	if (p->name) { /* a pod of its own: no lease to give back */
 		free(p->holder);
 		p->holder = NULL;
@@ -190,6 +192,8 @@ int fn_pod_acquire(struct fn_pod *p, struct err **err)
 		               p->req->image);
 	log_set_pod(p->name);
 	log_debug("pod %s/%s for image %s, %s", p->ns, p->name, p->req->image, p->source);
+	if (p->s->running_dir)
+		shim_marker_write(p->s->running_dir, p->req->image, p->ns, p->name);
 	/* A warm pod runs already: the exec's stream says all there is to know. */
 	if (!p->warm && pod_watch_start(p->cfg, p->ns, p->name, POD_CONTAINER_NAME, created,
 	                                &p->watch, err) < 0)
@@ -485,8 +489,26 @@ void fn_pod_mark_done(struct fn_pod *p)
 
 /* --- the end ---------------------------------------------------------------------------------- */
 
+/* Deletes the pod. After a normal end the delete may wait out a throttled or failing API
+ * server (429 with Retry-After, 5xx: kube_http's retries) until the run's own deadline, as
+ * every other request of the run may: a throttled DELETE must not leave the pod behind. A
+ * signal cuts that wait short; after a signal the delete has DELETE_DEADLINE_MS and is not
+ * cancellable, so that the pod goes within the 2 s a SIGTERM promises. */
 static int delete_pod(struct fn_pod *p, struct err **err)
 {
+	if (!*p->cancel && p->deadline > now_ms() + DELETE_DEADLINE_MS) {
+		kube_client_set_cancel(p->client, p->cancel);
+		kube_client_set_deadline(p->client, p->deadline);
+		if (kube_api_pod_delete(p->client, p->ns, p->name, err) == 0)
+			return 0;
+		if ((*err)->code != ERR_SIGNAL)
+			return err_wrap(err,
+			                "delete pod %s/%s (it ends by itself after "
+			                "activeDeadlineSeconds; `krmpod gc` removes leftovers)",
+			                p->ns, p->name);
+		err_free(*err); /* signalled while waiting: one bounded try more, below */
+		*err = NULL;
+	}
 	kube_client_set_cancel(p->client, NULL);
 	kube_client_set_deadline(p->client, now_ms() + DELETE_DEADLINE_MS);
 	if (kube_api_pod_delete(p->client, p->ns, p->name, err) < 0)

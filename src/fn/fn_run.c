@@ -5,6 +5,7 @@
 #include "fn/fn_exec.h"
 #include "fn/fn_mounts.h"
 #include "fn/fn_pod.h"
+#include "fn/shim_marker.h"
 
 /* Exec mode: the pod holds; the call's exec stream carries the exit code. */
 static int run_exec(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
@@ -44,10 +45,10 @@ static int run_in_pod(struct fn_pod *p, const struct mount_plan *plan, const str
 	return fn_pod_exit(p, &st, exit_code, err);
 }
 
-int fn_run(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
-           const struct fn_io *io, int *exit_code, struct err **err)
+/* The run, from the mounts' check to the pod's deletion. */
+static int run(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
+               const struct fn_io *io, int *exit_code, struct err **err)
 {
-	*exit_code = -1;
 	/* Mounts are checked and measured before any pod exists. */
 	cleanup_mount_plan struct mount_plan *plan = NULL;
 	if (fn_mounts_prepare(req, s, &plan, err) < 0)
@@ -59,4 +60,18 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const struct fn_re
 		return fn_pod_close(p, fn_pod_cancelled(p, NULL, err), *exit_code, err);
 	int rc = run_in_pod(p, plan, io, exit_code, err);
 	return fn_pod_close(p, rc, *exit_code, err);
+}
+
+int fn_run(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
+           const struct fn_io *io, int *exit_code, struct err **err)
+{
+	*exit_code = -1;
+	/* Under generate: a marker names this run's function (and pod) until it has ended, in
+	 * case this process dies without a word (shim_marker.h). */
+	if (s->running_dir)
+		shim_marker_write(s->running_dir, req->image, NULL, NULL);
+	int rc = run(cfg, s, req, io, exit_code, err);
+	if (s->running_dir)
+		shim_marker_remove(s->running_dir);
+	return rc;
 }

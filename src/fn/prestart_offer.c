@@ -2,6 +2,9 @@
 #include "fn/prestart_offer.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/fdio.h"
 #include "base/xalloc.h"
 
 #define KEY_HEX 16
@@ -29,8 +33,38 @@ char *prestart_offer_claimed_dir(const char *dir)
 	return xasprintf("%s/claimed", dir);
 }
 
+void prestart_offer_mark_pending(const char *path)
+{
+	cleanup_free char *tmp = xasprintf("%s.new", path);
+	char text[32];
+	int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || fd_write_all(fd, text, (size_t)n, tmp, NULL) < 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+/* Whether the janitor that wrote pending marker `path` still lives (and so will end the
+ * marker: an offer, or nothing when the create failed). An unreadable marker counts as
+ * live: it may be gone this very moment. */
+static bool maker_alive(const char *path)
+{
+	char text[32] = "";
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return true;
+	text[n] = '\0';
+	char *end = NULL;
+	long pid = strtol(text, &end, 10);
+	if (pid <= 0 || end == text)
+		return true;
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
 /* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
- * being made. */
+ * being made by a live janitor. */
 static char *claim_once(const char *dir, uint64_t key, bool *pending)
 {
 	char prefix[KEY_HEX + 2], marker[KEY_HEX + 10];
@@ -43,8 +77,10 @@ static char *claim_once(const char *dir, uint64_t key, bool *pending)
 	char *pod = NULL;
 	struct dirent *e;
 	while (pod == NULL && (e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, marker, strlen(marker)) == 0)
-			*pending = true;
+		if (strncmp(e->d_name, marker, strlen(marker)) == 0 && !*pending) {
+			cleanup_free char *m = xasprintf("%s/%s", dir, e->d_name);
+			*pending = maker_alive(m);
+		}
 		if (strncmp(e->d_name, prefix, KEY_HEX + 1) != 0)
 			continue;
 		cleanup_free char *from = xasprintf("%s/%s", dir, e->d_name);
@@ -57,11 +93,11 @@ static char *claim_once(const char *dir, uint64_t key, bool *pending)
 	return pod;
 }
 
-char *prestart_offer_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel)
+char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until,
+                           volatile sig_atomic_t *cancel)
 {
-	/* An offer for this key still being created is worth a short wait: it was started
-	 * earlier than any pod this shim could create now. */
-	int64_t until = now_ms() + PRESTART_WAIT_MS;
+	/* An offer for this key still being created is worth the wait: it was started earlier
+	 * than any pod this shim could create now. */
 	for (;;) {
 		bool pending;
 		char *pod = claim_once(dir, key, &pending);

@@ -3,8 +3,11 @@
  *
  *   KEY.POD          pod POD, offered for requests whose key is KEY (fn_config_key, 16 hex
  *                    digits): the whole pod spec but activeDeadlineSeconds;
- *   pending.KEY.N    offer N for KEY is still being created: a shim with that key waits
- *                    for it (PRESTART_WAIT_MS) rather than create a pod of its own;
+ *   pending.KEY.N    offer N for KEY is still being created by the janitor whose pid the
+ *                    file holds: a shim with that key waits for it (while that janitor
+ *                    lives, up to the shim's start deadline) rather than create a pod of
+ *                    its own: the janitor's create was sent first, so under a slow API
+ *                    server a new one would only come later, and leave the offer unused;
  *   claimed/KEY.POD  an offer a shim took: rename(2) into claimed/ is atomic, so one pod
  *                    goes to one shim, and the pod is then that shim's to delete.
  */
@@ -15,12 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How long a shim waits for an offer for its key that is still being created. */
-#define PRESTART_WAIT_MS 3000
+/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. While
+ * an offer for key is still being created by a live janitor it waits, until `until`
+ * (now_ms() clock) or *cancel. */
+char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until,
+                           volatile sig_atomic_t *cancel);
 
-/* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. Waits
- * up to PRESTART_WAIT_MS while an offer for key is still being created, unless *cancel. */
-char *prestart_offer_claim(const char *dir, uint64_t key, volatile sig_atomic_t *cancel);
+/* Janitor side: writes the pending marker `path` holding this process's pid (atomically:
+ * a shim never reads it half written). Best effort. */
+void prestart_offer_mark_pending(const char *path);
 
 /* The paths of the files above (new strings). */
 char *prestart_offer_path(const char *dir, uint64_t key, const char *pod);

@@ -1,5 +1,9 @@
 """Each injected fault ends in success (the client recovers) or in the expected clear error."""
-from conftest import EXEC_MODE, KUSTOMIZE_RUN, base_env, in_cluster_env, no_sanitizer_reports, run_shim
+import signal
+import time
+
+from conftest import (EXEC_MODE, KUSTOMIZE_RUN, base_env, in_cluster_env, no_sanitizer_reports,
+                      run_shim, start_shim)
 
 CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
 
@@ -72,6 +76,61 @@ def test_persistent_5xx_is_a_clear_error(kubesim):
 def test_dropped_watch(kubesim):
     kubesim.faults(drop_watch=2)
     ok(run_shim(kubesim, CAT, stdin=b"x"), b"x")
+
+
+def test_throttled_delete_is_waited_out(kubesim):
+    """A DELETE throttled with Retry-After (429, as API Priority and Fairness answers under
+    load) is retried within the run's deadline like every other request, not given up after
+    1.5 s with the pod left behind (found by the soak, tests/soak)."""
+    kubesim.faults(http_errors=[{"status": 429, "count": 3, "retry_after": 1,
+                                 "method": "DELETE"}])
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    ok(r, b"x")
+    assert r.stderr.count(b"429 Too Many Requests; retrying in 1000 ms") == 3, r.stderr
+    no_sanitizer_reports(r.stderr)
+    # (the kubesim fixture asserts that no pod is left)
+
+
+def test_slow_delete_is_waited_for(kubesim):
+    """Under an overloaded API server a DELETE can take longer than 1.5 s: after a normal end
+    the shim waits for it within the run's deadline instead of failing the function (found
+    by the load test, tests/load: renders failed with "the deadline passed")."""
+    kubesim.faults(http_delays=[{"ms": 2500, "count": 1, "method": "DELETE"}])
+    r = run_shim(kubesim, CAT, stdin=b"x")
+    ok(r, b"x")
+    no_sanitizer_reports(r.stderr)
+
+
+def test_signal_cuts_a_throttled_delete_short(kubesim):
+    """...but a signal still ends the shim within 2 s: the wait for a throttled DELETE is
+    interrupted, and one bounded try follows (here throttled too: the function had ended,
+    so the shim fails, 125, naming the pod it could not delete)."""
+    kubesim.faults(http_errors=[{"status": 429, "count": 1000, "retry_after": 1,
+                                 "method": "DELETE"}])
+    proc, pod = start_shim(kubesim, CAT)
+    name = pod["metadata"]["name"]
+    try:
+        proc.stdin.write(b"x")
+        proc.stdin.close()  # the function ends; the shim's DELETE is throttled
+        until = time.monotonic() + 10
+        while not any(" DELETE " in " %s " % l and name in l and l.endswith(" 429")
+                      for l in kubesim.requests()):
+            assert time.monotonic() < until, "no throttled DELETE of %s" % name
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=5)
+        took = time.monotonic() - t0
+        err = proc.stderr.read().decode()
+        assert took < 2.0, "took %.2f s after SIGTERM: %s" % (took, err)
+        assert rc == 125, (rc, err)
+        assert "delete pod default/%s" % name in err and "429" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kubesim.faults()
+        kubesim.control("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                        {"gracePeriodSeconds": 0})
 
 
 def test_watch_410(kubesim):

@@ -257,6 +257,56 @@ def test_sigterm_to_generate_from_a_shell(kubesim, tmp_path):
     assert proc.stdout.read() == b""
 
 
+def session_shims(sid):
+    """The pids of the processes of session sid whose argv[0] is docker (the shims)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv0 = os.path.basename(f.read().split(b"\0")[0])
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z" and argv0 == b"docker":
+            pids.append(int(d))
+    return pids
+
+
+def test_killed_shim_is_named_and_its_pod_deleted(kubesim, tmp_path):
+    """A shim SIGKILLed (the kernel's OOM killer in the sidecar, say) prints nothing and
+    deletes nothing, and kustomize says only "couldn't execute function: signal: killed":
+    generate names the function from the marker the shim kept, and deletes its pod (found by
+    the soak, tests/soak)."""
+    app = fn_app(tmp_path, "example.com/fns/slow-cat:v1", envs=["SLOW_SECONDS=30"])
+    proc = subprocess.Popen([KRMPOD_BIN, "generate"], cwd=str(app),
+                            env=cmp_env(kubesim, tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_running_pod(kubesim, proc)  # prestarted: the shim may not run yet
+        until = time.monotonic() + 20
+        while not session_shims(proc.pid):
+            assert time.monotonic() < until and proc.poll() is None, "no shim ran"
+            time.sleep(0.02)
+        time.sleep(0.5)  # it claims the pod and attaches; the function sleeps 30 s
+        shims = session_shims(proc.pid)
+        assert len(shims) == 1, shims
+        os.kill(shims[0], signal.SIGKILL)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = err.decode()
+    assert proc.returncode == 1 and out == b"", err
+    assert ("generate: function example.com/fns/slow-cat:v1: its shim (pid %d) was killed "
+            "before it finished" % shims[0]) in err, err
+    assert "its pod default/krmpod-slow-cat-" in err and " was deleted" in err, err
+    assert kubesim.pods() == [], "the killed shim's pod is still there"
+    assert os.listdir(str(tmp_path / "app")) and not [
+        f for f in os.listdir(str(tmp_path)) if f.startswith("krmpod-")], os.listdir(str(tmp_path))
+    no_sanitizer_reports(err.encode())
+
+
 def test_init(kubesim, tmp_path):
     app = fn_app(tmp_path, "example.com/cat:v1")
     r = generate(app, cmp_env(kubesim, tmp_path), cmd="init")
@@ -439,6 +489,43 @@ def test_prestart_claims_and_cleans_up(kubesim, tmp_path):
     assert r.returncode == 1 and r.stdout == b"", err
     assert "2 pods started ahead" in err and "1 claimed, 1 unclaimed deleted" in err, err
     # (the kubesim fixture asserts that no pod is left)
+
+
+def test_prestart_waits_out_a_throttled_delete_of_an_unclaimed_pod(kubesim, tmp_path):
+    """The janitor's DELETE of an unclaimed pod, throttled with Retry-After, is retried
+    within generate's deadline instead of given up after 3 s with the pod left behind."""
+    app = fn_app(tmp_path, "example.com/fail:v1")
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- fn.yaml\n- fn2.yaml\n")
+    (app / "fn2.yaml").write_text((app / "fn.yaml").read_text().replace(
+        "example.com/fail:v1", "example.com/cat:v1").replace("name: fn\n", "name: fn2\n"))
+    kubesim.faults(http_errors=[{"status": 429, "count": 4, "retry_after": 1,
+                                 "method": "DELETE", "path_contains": "/pods/krmpod-cat-"}])
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "2 pods started ahead" in err and "1 claimed, 1 unclaimed deleted" in err, err
+    assert err.count("429 Too Many Requests; retrying in 1000 ms") == 4, err
+    no_sanitizer_reports(r.stderr)
+    # (the kubesim fixture asserts that no pod is left)
+
+
+def test_prestart_offer_is_waited_for_under_a_slow_api_server(kubesim, tmp_path):
+    """When the janitor's create of a function's pod takes longer than kustomize takes to
+    reach the function (an overloaded API server), the shim waits for that offer, whose
+    create was sent first, instead of creating a second pod and leaving the offer unclaimed
+    (found by the load test, tests/load: 1 of 192 pods under 64 concurrent renders)."""
+    app = fn_app(tmp_path, "example.com/cat:v1")
+    kubesim.faults(http_delays=[{"ms": 5000, "count": 1, "method": "POST",
+                                 "path_contains": "/pods"}])
+    before = len(kubesim.requests())
+    r = generate(app, cmp_env(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and b"name: base" in r.stdout, err
+    assert "1 pods started ahead" in err and "1 claimed, 0 unclaimed deleted" in err, err
+    posts = [l for l in kubesim.requests()[before:] if " POST " in " %s " % l and "/pods" in l]
+    assert len(posts) == 1, posts
+    no_sanitizer_reports(r.stderr)
 
 
 def test_prestart_can_be_turned_off(kubesim, tmp_path):

@@ -109,8 +109,16 @@ class Faults:
             return False
 
     def take_http_error(self, method, path):
+        return self._take_matching("http_errors", method, path)
+
+    def take_http_delay(self, method, path):
+        """The delay (s) of the next matching entry of http_delays, or 0."""
+        d = self._take_matching("http_delays", method, path)
+        return d.get("ms", 0) / 1000.0 if d else 0
+
+    def _take_matching(self, key, method, path):
         with self.lock:
-            for e in self.data.get("http_errors", []):
+            for e in self.data.get(key, []):
                 if e.get("count", 0) <= 0:
                     continue
                 if e.get("method") and e["method"] != method:

@@ -51,35 +51,43 @@ SUCCESS = json.dumps({"metadata": {}, "status": "Success"}).encode()
 
 
 class OutputStream:
-    """The output side of an attach or exec stream, with the truncation fault: after `cut`
-    bytes of output (None: never) it ends cleanly, channel-3 Success and close, while the
-    process goes on. Thread-safe; `ended` once the stream is closed."""
+    """The output side of an attach or exec stream, with two faults: after `cut` bytes of
+    output (None: never) it ends cleanly, channel-3 Success and close, while the process goes
+    on; after `drop_at` bytes (None: never), or at the end before that, the TCP connection
+    drops, with no Status and no close frame. Thread-safe; `ended` once the stream is
+    closed."""
 
-    def __init__(self, ws, cut):
-        self.ws, self.cut, self.sent, self.ended = ws, cut, 0, False
+    def __init__(self, ws, cut, drop_at=None):
+        self.ws, self.cut, self.drop_at, self.sent, self.ended = ws, cut, drop_at, 0, False
         self.lock = threading.Lock()
 
     def send(self, ch, data):
         with self.lock:
             if self.ended:
                 return
-            if self.cut is not None and self.sent + len(data) >= self.cut:
-                data = data[:max(0, self.cut - self.sent)]
-                if data:
-                    self.ws.send_binary(bytes([ch]) + data)
-                self._end(b"\x03" + SUCCESS)
-                return
+            for limit, drop in ((self.drop_at, True), (self.cut, False)):
+                if limit is not None and self.sent + len(data) >= limit:
+                    data = data[:max(0, limit - self.sent)]
+                    if data:
+                        self.ws.send_binary(bytes([ch]) + data)
+                    self.sent += len(data)
+                    self._end(None if drop else b"\x03" + SUCCESS)
+                    return
             self.sent += len(data)
             self.ws.send_binary(bytes([ch]) + data)
 
     def end(self, status_json=SUCCESS):
-        """The channel-3 status and close, unless the stream ended already."""
+        """The channel-3 status and close (the drop, under drop_at), unless the stream ended
+        already."""
         with self.lock:
             if not self.ended:
-                self._end(b"\x03" + status_json)
+                self._end(None if self.drop_at is not None else b"\x03" + status_json)
 
     def _end(self, msg):
         self.ended = True
+        if msg is None:
+            self.ws.drop()
+            return
         try:
             self.ws.send_binary(msg)
         finally:
@@ -574,6 +582,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_status(401, "Unauthorized", "Unauthorized")
         if control:
             return self.control(method, path, body)
+        delay = faults.take_http_delay(method, path)
+        if delay:
+            time.sleep(delay)
         err = faults.take_http_error(method, path)
         if err:
             code = err["status"]
@@ -1232,11 +1243,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         want_out = self.qbool("stdout")
         want_err = self.qbool("stderr")
         drop = faults.take("drop_attach")
+        # A drop mid-stream: the TCP connection goes after this many bytes of output (or
+        # when the container ends before that), with no Status and no close frame.
+        drop_at = faults.get("drop_attach_bytes") if drop else None
         # A clean close too early: the Success status after this many bytes of output, as
         # seen on a real 1.34 cluster (the output is cut, nothing says so).
         cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
             else None
-        out = OutputStream(ws, cut)
+        out = OutputStream(ws, cut, drop_at)
 
         def listener(ch, data):
             try:
@@ -1255,7 +1269,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                           not c.stdin_closed.is_set())
             if owns_stdin and c.stdin_once:
                 c.stdin_taken = True
-        if drop:
+        if drop and drop_at is None:
             time.sleep(0.05)
             ws.drop()
             with c.lock:
@@ -1313,6 +1327,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # The stream faults apply to execs as to attaches: a dropped connection, or a clean
         # close (Success) after this many bytes of output while the process goes on.
         drop = faults.take("drop_attach")
+        drop_at = faults.get("drop_attach_bytes") if drop else None
         cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
             else None
         try:
@@ -1329,11 +1344,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            "exec: \"%s\": %s: unknown" % (argv[0], e.strerror or e),
                 "reason": "InternalError", "code": 500}).encode())
             return ws.close()
-        if drop:
+        if drop and drop_at is None:
             time.sleep(0.05)
             ws.drop()
             return
-        out = OutputStream(ws, cut)
+        out = OutputStream(ws, cut, drop_at)
 
         def pump(stream, ch):
             while True:
