@@ -19,7 +19,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from conftest import IMAGES, KUSTOMIZE_RUN, Kubesim  # noqa: E402
+from conftest import IMAGES, KUSTOMIZE_RUN, Kubesim, exec_settings  # noqa: E402
 
 MEASURE = os.path.join(ROOT, "build", "bench", "measure")
 INPUT = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
@@ -92,6 +92,102 @@ def bench_hooks(sim, krmpod, state, n):
     return out
 
 
+def empty_pool(sim, krmpod, env):
+    subprocess.run([krmpod, "gc"], env=dict(env, KRMPOD_WARM_POOL_TTL="1ms"),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def write_app3(d):
+    """A ConfigMap and three transformers running cat."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+        f.write("resources:\n- cm.yaml\ntransformers:\n- fn0.yaml\n- fn1.yaml\n- fn2.yaml\n")
+    with open(os.path.join(d, "cm.yaml"), "w") as f:
+        f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n")
+    for i in range(3):
+        with open(os.path.join(d, "fn%d.yaml" % i), "w") as f:
+            f.write("apiVersion: krmpod.bench/v1\nkind: Identity\nmetadata:\n  name: fn%d\n"
+                    "  annotations:\n    config.kubernetes.io/function: |\n      container:\n"
+                    "        image: example.com/fns/cat:v%d\n" % (i, i))
+
+
+def bench_modes(sim, krmpod, state, n, xs):
+    """generate with 3 functions in each mode, at kubesim's realistic 1 s relist and a
+    500 ms pod start, against the floor (kustomize alone + one pod start); and 16
+    concurrent renders against the warm pool. Medians in ms."""
+    sim.faults(start_latency_ms=500)
+    app = os.path.join(state, "app3")
+    write_app3(app)
+    sa = os.path.join(state, "sa")
+    base = {"PATH": os.environ["PATH"], "HOME": state, "TMPDIR": state,
+            "KUBERNETES_SERVICE_HOST": sim.host, "KUBERNETES_SERVICE_PORT": str(sim.port),
+            "KRMPOD_SERVICEACCOUNT_DIR": sa, "KRMPOD_KUSTOMIZE": "kubectl kustomize",
+            "KRMPOD_LOG_LEVEL": "warn"}
+    pool = dict(xs, KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES="example.com/*")
+    modes = {"attach": {}, "exec": xs, "warm pool": pool}
+    out = {}
+
+    def gen(env, cwd=app):
+        t0 = time.monotonic()
+        r = subprocess.run([krmpod, "generate"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, start_new_session=True)
+        if r.returncode != 0:
+            raise SystemExit("bench: generate failed: %s" % r.stderr.decode())
+        return time.monotonic() - t0
+
+    for mode, extra in modes.items():
+        env = dict(base, **extra)
+        if mode == "warm pool":
+            gen(env)  # fills the pool
+        out["generate, 3 functions, L=500 ms, " + mode] = statistics.median(
+            gen(env) for _ in range(n)) * 1000
+    plain = os.path.join(state, "app0")
+    os.makedirs(plain, exist_ok=True)
+    with open(os.path.join(plain, "kustomization.yaml"), "w") as f:
+        f.write("resources:\n- cm.yaml\n")
+    shutil.copy(os.path.join(app, "cm.yaml"), plain)
+    walls = []
+    for _ in range(n):
+        t0 = time.monotonic()
+        subprocess.run(["kubectl", "kustomize", plain], check=True, stdout=subprocess.DEVNULL)
+        walls.append(time.monotonic() - t0)
+    out["kustomize alone (no functions)"] = statistics.median(walls) * 1000
+    out["floor: kustomize alone + one pod start (500 ms)"] = \
+        out["kustomize alone (no functions)"] + 500
+    # 16 renders at once, against the warm pool (its size raised to serve them)
+    env = dict(base, **pool, KRMPOD_WARM_POOL_SIZE="16", KRMPOD_WARM_POOL_MAX="64")
+    apps = []
+    for i in range(16):
+        d = os.path.join(state, "conc%d" % i)
+        shutil.copytree(app, d)
+        apps.append(d)
+
+    def burst():
+        t0 = time.monotonic()
+        procs = [subprocess.Popen([krmpod, "generate"], cwd=d, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  start_new_session=True) for d in apps]
+        done = []
+        for p in procs:
+            _, err = p.communicate()
+            if p.returncode != 0:
+                raise SystemExit("bench: concurrent generate failed: %s" % err.decode())
+            done.append(time.monotonic() - t0)
+        return done
+
+    burst()  # warms 16 pods per function
+    before = len(sim.requests())
+    times = burst()
+    reqs = [l for l in sim.requests()[before:] if "/kubesim/" not in l]
+    out["16 concurrent renders (warm pool), p50 of render time"] = \
+        statistics.median(times) * 1000
+    out["16 concurrent renders (warm pool), slowest"] = max(times) * 1000
+    out["16 concurrent renders (warm pool), API requests per render"] = len(reqs) / 16.0
+    empty_pool(sim, krmpod, env)
+    sim.faults(start_latency_ms=0)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--krmpod", default=os.path.join(ROOT, "build", "krmpod"))
@@ -112,10 +208,18 @@ def main():
     os.symlink(krmpod, os.path.join(bindir, "docker"))
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
            "KUBECONFIG": sim.kubeconfig, "KRMPOD_LOG_LEVEL": "warn"}
+    shim = [os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + ["example.com/cat"]
     runners = {
-        "krmpod": [os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + ["example.com/cat"],
+        "krmpod": shim,
         "kubectl": [os.path.join(ROOT, "bench", "kubectl-runner.sh"), "example.com/cat"],
+        # exec mode (docs/internals/exec-mode.md), cold and from the warm pool
+        "exec": shim,
+        "warm": shim,
     }
+    xs = exec_settings()
+    runner_env = {"exec": dict(env, **xs),
+                  "warm": dict(env, **xs, KRMPOD_WARM_POOL="true",
+                               KRMPOD_WARM_POOL_IMAGES="example.com/*")}
     if a.compare:
         cmpdir = os.path.join(state, "cmp")
         os.mkdir(cmpdir)
@@ -131,14 +235,17 @@ def main():
             sim.faults(start_latency_ms=lat)
             for name, argv in runners.items():
                 rows = []
+                renv = runner_env.get(name, env)
+                if name == "warm":  # a pod in the pool first
+                    run_measured(argv, renv)
                 for _ in range(a.n):
                     before = len(sim.requests())
-                    wall, cpu, rss = run_measured(argv, env)
+                    wall, cpu, rss = run_measured(argv, renv)
                     reqs = [l for l in sim.requests()[before:] if "/kubesim/" not in l]
                     rows.append((wall, cpu, rss, len(reqs)))
                     # let the baseline's background delete land before the next run
                     for _ in range(100):
-                        if not sim.pods():
+                        if name == "warm" or not sim.pods():
                             break
                         time.sleep(0.02)
                 med = lambda i: statistics.median(r[i] for r in rows)  # noqa: E731
@@ -148,7 +255,9 @@ def main():
                     "peak_rss_kib": med(2), "api_requests": med(3),
                     "overhead_ms": (med(0) - lat / 1000 - fn_time) * 1000,
                 })
+        empty_pool(sim, krmpod, runner_env["warm"])
         hooks = bench_hooks(sim, krmpod, state, a.n)
+        hooks.update(bench_modes(sim, krmpod, state, a.n, xs))
     finally:
         sim.stop()
         shutil.rmtree(state, ignore_errors=True)
@@ -166,6 +275,11 @@ def main():
         b = next(r for r in results if r["latency_ms"] == lat and r["runner"] == "kubectl")
         print("L=%d ms: kubectl/krmpod overhead ratio %.1fx, CPU ratio %.1fx" % (
             lat, b["overhead_ms"] / max(k["overhead_ms"], 0.1), b["cpu_ms"] / max(k["cpu_ms"], 0.1)))
+        for mode in ("exec", "warm"):
+            m = next(r for r in results if r["latency_ms"] == lat and r["runner"] == mode)
+            print("L=%d ms: %s/attach wall %.2fx (%.0f vs %.0f ms), requests %d/%d" % (
+                lat, mode, m["wall_ms"] / k["wall_ms"], m["wall_ms"], k["wall_ms"],
+                m["api_requests"], k["api_requests"]))
         c = next((r for r in results if r["latency_ms"] == lat and r["runner"] == "krmpod-cmp"),
                  None)
         if c:
@@ -174,7 +288,8 @@ def main():
                      k["peak_rss_kib"] / max(c["peak_rss_kib"], 1), k["api_requests"],
                      c["api_requests"]))
     for name, ms in hooks.items():
-        print("%s: %.1f ms (median of %d)" % (name, ms, a.n))
+        unit = "" if "requests" in name else " ms"
+        print("%s: %.1f%s (median of %d)" % (name, ms, unit, a.n))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"function_direct_ms": fn_time * 1000, "results": results,

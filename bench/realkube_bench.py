@@ -28,6 +28,9 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 REALKUBE = os.path.join(ROOT, "..", "shared", "k8s", "realkube")
 CAT_IMAGE = "krmpod-bench/cat:1"
+HELPER_IMAGE = "krmpod-bench/krmpod:1"
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import registrylib  # noqa: E402
 INPUT = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
          + b"".join(b"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm%d\n" % i
                     for i in range(50)))
@@ -64,14 +67,34 @@ class Cluster:
         return subprocess.run(["kubectl"] + list(args), env=self.env, input=stdin, check=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode()
 
-    def image(self, tmp):
+    def image(self, tmp, krmpod):
         rootfs = os.path.join(tmp, "rootfs")
         subprocess.run([REALKUBE, "busybox-rootfs", rootfs], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sh([REALKUBE, "image", CAT_IMAGE, rootfs, "--entrypoint", '["/bin/cat"]',
             "--user", "65534"], stderr=subprocess.DEVNULL)
+        # krmpod's own image for exec mode's init container (KRMPOD_HELPER_IMAGE)
+        os.makedirs(os.path.join(rootfs, "usr", "local", "bin"), exist_ok=True)
+        shutil.copy(krmpod, os.path.join(rootfs, "usr", "local", "bin", "krmpod"))
+        sh([REALKUBE, "image", HELPER_IMAGE, rootfs, "--user", "65534"],
+           stderr=subprocess.DEVNULL)
+
+    def exec_env(self, tmp):
+        """Exec mode's settings: the image config of CAT_IMAGE (docker.io/krmpod-bench/cat)
+        from a real registry on the node's address, as a mirror of docker.io."""
+        node = sh([REALKUBE, "env"]).split("REALKUBE_NODE_IP=")[1].split()[0].strip("'\"")
+        pki = registrylib.Pki(os.path.join(tmp, "pki"), ips=(node,))
+        self.registry = registrylib.Registry(pki, addr=node)
+        self.registry.push_image("krmpod-bench/cat", "1",
+                                 {"Entrypoint": ["/bin/cat"], "User": "65534"})
+        return {"KRMPOD_MODE": "exec", "KRMPOD_HELPER_IMAGE": HELPER_IMAGE,
+                "KRMPOD_REGISTRY_CA": pki.ca,
+                "KRMPOD_REGISTRY_MIRRORS": "docker.io=" + self.registry.host,
+                "KRMPOD_CACHE_DIR": os.path.join(tmp, "cache")}
 
     def close(self):
+        if getattr(self, "registry", None):
+            self.registry.stop()
         subprocess.run(["kubectl", "delete", "namespace", self.ns, "--wait=false"],
                        env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if self.started_here:
@@ -86,10 +109,12 @@ def timed(argv, env, stdin=b"", cwd=None):
     return time.monotonic() - t0, p
 
 
-def bench_shim(cl, krmpod, bindir, n):
+def bench_shim(cl, krmpod, bindir, n, extra=None, warm=False):
     env = dict(cl.env, KRMPOD_NAMESPACE=cl.ns, KRMPOD_LOG_LEVEL="info",
-               PATH=os.environ["PATH"])
+               PATH=os.environ["PATH"], **(extra or {}))
     rows = []
+    if warm:  # a pod in the pool first
+        timed([os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + [CAT_IMAGE], env, INPUT)
     for _ in range(n):
         wall, p = timed([os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + [CAT_IMAGE], env,
                         INPUT)
@@ -157,7 +182,7 @@ def write_app(d, functions):
                     "        image: %s\n" % (i, CAT_IMAGE))
 
 
-def bench_generate(cl, krmpod, tmp, n):
+def bench_generate(cl, krmpod, tmp, n, xs, pool):
     app, plain = os.path.join(tmp, "app3"), os.path.join(tmp, "app0")
     write_app(app, 3)
     write_app(plain, 0)
@@ -165,8 +190,12 @@ def bench_generate(cl, krmpod, tmp, n):
                 KRMPOD_LOG_LEVEL="info", TMPDIR=tmp, PATH=os.environ["PATH"])
     out = {}
     for label, extra in (("prestart on", {"KRMPOD_PRESTART": "true"}),
-                         ("prestart off", {"KRMPOD_PRESTART": "false"})):
+                         ("prestart off", {"KRMPOD_PRESTART": "false"}),
+                         ("exec mode, prestart on", xs),
+                         ("warm pool", pool)):
         walls = []
+        if label == "warm pool":
+            timed([krmpod, "generate"], dict(base, **extra), cwd=app)
         for _ in range(n):
             wall, p = timed([krmpod, "generate"], dict(base, **extra), cwd=app)
             if p.returncode != 0 or b"name: base" not in p.stdout:
@@ -235,6 +264,47 @@ def bench_pod_start(cl, n):
             "pod start, create -> Started event": statistics.median(started)}
 
 
+def bench_concurrent(cl, krmpod, tmp, pool, count=16):
+    """count renders of the 3-function app at once against the warm pool: render times and
+    API requests per render (from each function's summary line)."""
+    env = dict(cl.env, KRMPOD_NAMESPACE=cl.ns, KRMPOD_KUSTOMIZE="kubectl kustomize",
+               KRMPOD_LOG_LEVEL="info", TMPDIR=tmp, PATH=os.environ["PATH"], **pool,
+               KRMPOD_WARM_POOL_SIZE=str(count), KRMPOD_WARM_POOL_MAX=str(4 * count))
+    apps = []
+    for i in range(count):
+        d = os.path.join(tmp, "conc%d" % i)
+        write_app(d, 3)
+        apps.append(d)
+
+    def burst():
+        t0 = time.monotonic()
+        procs = [subprocess.Popen([krmpod, "generate"], cwd=d, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for d in apps]
+        times, reqs = [], 0
+        for p in procs:
+            _, err = p.communicate()
+            if p.returncode != 0:
+                raise SystemExit("bench: concurrent generate failed: %s" % err.decode())
+            times.append((time.monotonic() - t0) * 1000)
+            reqs += sum(int(m.group(6)) for m in PHASES.finditer(err.decode()))
+        return times, reqs
+
+    burst()  # the pool fills
+    times, reqs = burst()
+    return {"%d concurrent renders (warm pool), p50 render ms" % count: statistics.median(times),
+            "%d concurrent renders (warm pool), slowest ms" % count: max(times),
+            "%d concurrent renders (warm pool), API requests per function" % count:
+                reqs / (3.0 * count)}
+
+
+def empty_pool(cl, krmpod, pool):
+    subprocess.run([krmpod, "gc"], env=dict(cl.env, KRMPOD_NAMESPACE=cl.ns,
+                                            PATH=os.environ["PATH"], **pool,
+                                            KRMPOD_WARM_POOL_TTL="1ms"),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run(krmpod, n, as_json=None):
     if not os.path.exists(REALKUBE):
         print("real cluster: %s not found, section skipped" % REALKUBE)
@@ -242,12 +312,20 @@ def run(krmpod, n, as_json=None):
     tmp = tempfile.mkdtemp(prefix="krmpod-bench-rk-")
     cl = Cluster()
     try:
-        cl.image(tmp)
+        cl.image(tmp, krmpod)
+        xs = cl.exec_env(tmp)
+        pool = dict(xs, KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES="krmpod-bench/*")
         bindir = os.path.join(tmp, "bin")
         os.mkdir(bindir)
         os.symlink(krmpod, os.path.join(bindir, "docker"))
-        res = {"shim": bench_shim(cl, krmpod, bindir, n), "kubectl": bench_kubectl(cl, n)}
-        res.update(bench_generate(cl, krmpod, tmp, n))
+        res = {"shim": bench_shim(cl, krmpod, bindir, n), "kubectl": bench_kubectl(cl, n),
+               "shim exec": bench_shim(cl, krmpod, bindir, n, xs),
+               "shim warm": bench_shim(cl, krmpod, bindir, n, pool, warm=True)}
+        empty_pool(cl, krmpod, pool)
+        res.update(bench_generate(cl, krmpod, tmp, n, xs, pool))
+        empty_pool(cl, krmpod, pool)
+        res.update(bench_concurrent(cl, krmpod, tmp, pool))
+        empty_pool(cl, krmpod, pool)
         res.update(bench_pod_start(cl, n))
     finally:
         cl.close()
@@ -263,15 +341,29 @@ def run(krmpod, n, as_json=None):
               k["wall"], k["create"], k["wait_running"], k["attach"], k["wait_terminated"],
               k["get_exit_code"], k["delete"]))
     print("  kubectl/krmpod wall ratio: %.1fx" % (k["wall"] / s["wall_ms"]))
+    for mode in ("shim exec", "shim warm"):
+        m = res[mode]
+        print("  krmpod %s, one function: wall %.0f ms (%.2fx attach); exec at %d, exit seen "
+              "%d ms after the start; %d API requests (attach: %d)" % (
+                  mode.split()[1], m["wall_ms"], m["wall_ms"] / s["wall_ms"], m["attached_ms"],
+                  m["exit_seen_ms"], m["requests"], s["requests"]))
     for key in ("generate, 3 functions, prestart on", "generate, 3 functions, prestart off",
+                "generate, 3 functions, exec mode, prestart on",
+                "generate, 3 functions, warm pool",
                 "kustomize alone (no functions)", "pod start, create -> status Running",
-                "pod start, create -> Started event"):
-        print("  %s: %.0f ms" % (key, res[key]))
+                "pod start, create -> Started event") + tuple(
+                    k for k in res if k.startswith("16 concurrent")):
+        print("  %s: %.1f" % (key, res[key]))
     floor = res["kustomize alone (no functions)"] + res["pod start, create -> status Running"]
     res["floor_ms"] = floor
     print("  floor (kustomize alone + one pod start to Running): %.0f ms; generate with "
-          "prestart is %.2fx the floor" % (floor, res["generate, 3 functions, prestart on"]
-                                           / floor))
+          "prestart is %.2fx the floor, exec mode %.2fx" % (
+              floor, res["generate, 3 functions, prestart on"] / floor,
+              res["generate, 3 functions, exec mode, prestart on"] / floor))
+    print("  warm pool: generate with 3 warm functions is kustomize alone + %.0f ms; a warm "
+          "call's overhead over cat run directly is about %.0f ms" % (
+              res["generate, 3 functions, warm pool"] - res["kustomize alone (no functions)"],
+              res["shim warm"]["wall_ms"]))
     if as_json:
         with open(as_json, "w") as f:
             json.dump(res, f, indent=1)

@@ -81,11 +81,15 @@ static void check_permissions(struct report *r, struct kube_client *c, const cha
 	        {"delete", "", "pods", ""},       {"get", "", "pods", "attach"},
 	        {"create", "", "pods", "attach"}, {"get", "", "pods", "log"},
 	        {"get", "", "podtemplates", ""},  {"watch", "", "events", ""},
+	        {"get", "", "pods", "exec"},      {"create", "", "pods", "exec"},
+	        {"patch", "", "pods", ""},
 	};
 	for (size_t i = 0; i < sizeof(perms) / sizeof(perms[0]); i++) {
 		const struct kube_api_access *p = &perms[i];
-		bool optional = strcmp(p->resource, "podtemplates") == 0;
-		if (optional && s->pod_template == NULL)
+		/* what only some settings use: a PodTemplate, exec mode, the warm pool */
+		if ((strcmp(p->resource, "podtemplates") == 0 && s->pod_template == NULL) ||
+		    (strcmp(p->subresource, "exec") == 0 && s->mode != FN_MODE_EXEC) ||
+		    (strcmp(p->verb, "patch") == 0 && !s->warm_pool))
 			continue;
 		cleanup_err struct err *e = NULL;
 		char what[96];

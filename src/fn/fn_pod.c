@@ -110,10 +110,18 @@ static int take_pooled(struct fn_pod *p, struct json **created, struct err **err
 	if (rc <= 0)
 		return rc;
 	p->name = xstrdup(json_str(json_path(*created, "metadata.name")));
+	/* It runs: its status says so, or it served a call already (the status trails the
+	 * runtime by up to a relist: a pod given back a moment ago may not show it yet). */
 	const struct json *cs = json_path(*created, "status.containerStatuses");
 	for (size_t i = 0; i < json_len(cs); i++)
 		if (json_path(json_at(cs, i), "state.running"))
 			p->warm = true;
+	const char *served = json_str(
+	        json_get(json_path(*created, "metadata.annotations"), POD_ANNOTATION_SERVED));
+	if (served && strcmp(served, "true") == 0)
+		p->warm = true;
+	log_debug("warm pool: took %s/%s (%s)", p->ns, p->name,
+	          p->warm ? "it runs" : "it has not started yet");
 	return 1;
 }
 

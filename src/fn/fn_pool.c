@@ -22,6 +22,7 @@
 #define P_HOLDER "/metadata/annotations/krmpod.dev~1lease-holder"
 #define P_UNTIL  "/metadata/annotations/krmpod.dev~1lease-until"
 #define P_IDLE   "/metadata/annotations/krmpod.dev~1idle-since"
+#define P_SERVED "/metadata/annotations/krmpod.dev~1served"
 
 bool fn_pool_takes(const struct settings *s, const struct fn_request *req)
 {
@@ -76,36 +77,52 @@ static long long annotation_ms(const struct json *pod, const char *name)
 	return v ? strtoll(v, NULL, 10) : 0;
 }
 
+/* One JSON-patch operation (value NULL: none). */
+static void patch_op(struct jw *w, const char *op, const char *path, const char *value)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "op", op);
+	jw_kv_str(w, "path", path);
+	if (value)
+		jw_kv_str(w, "value", value);
+	jw_obj_end(w);
+}
+
 /* The lease patch: idle -> busy, held by holder until lease_until_ms. */
 static char *claim_patch(const char *holder, long long lease_until_ms)
 {
+	char until[32];
+	snprintf(until, sizeof(until), "%lld", lease_until_ms);
 	struct buf b;
 	buf_init(&b, 0);
 	struct jw w;
 	jw_init(&w, &b);
 	jw_arr_begin(&w);
-	const struct {
-		const char *op, *path, *value;
-	} ops[] = {
-	        {"test", P_STATE, "idle"}, {"replace", P_STATE, "busy"}, {"add", P_HOLDER, holder}};
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		jw_obj_begin(&w);
-		jw_kv_str(&w, "op", ops[i].op);
-		jw_kv_str(&w, "path", ops[i].path);
-		jw_kv_str(&w, "value", ops[i].value);
-		jw_obj_end(&w);
-	}
-	char until[32];
-	snprintf(until, sizeof(until), "%lld", lease_until_ms);
-	jw_obj_begin(&w);
-	jw_kv_str(&w, "op", "add");
-	jw_kv_str(&w, "path", P_UNTIL);
-	jw_kv_str(&w, "value", until);
-	jw_obj_end(&w);
-	jw_obj_begin(&w);
-	jw_kv_str(&w, "op", "remove");
-	jw_kv_str(&w, "path", P_IDLE);
-	jw_obj_end(&w);
+	patch_op(&w, "test", P_STATE, "idle");
+	patch_op(&w, "replace", P_STATE, "busy");
+	patch_op(&w, "add", P_HOLDER, holder);
+	patch_op(&w, "add", P_UNTIL, until);
+	patch_op(&w, "remove", P_IDLE, NULL);
+	jw_arr_end(&w);
+	return buf_steal(&b, NULL);
+}
+
+/* The patch that gives holder's lease back: busy -> idle since now. */
+static char *release_patch(const char *holder)
+{
+	char since[32];
+	snprintf(since, sizeof(since), "%lld", (long long)epoch_ms());
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_arr_begin(&w);
+	patch_op(&w, "test", P_HOLDER, holder);
+	patch_op(&w, "replace", P_STATE, "idle");
+	patch_op(&w, "remove", P_HOLDER, NULL);
+	patch_op(&w, "remove", P_UNTIL, NULL);
+	patch_op(&w, "add", P_IDLE, since);
+	patch_op(&w, "add", P_SERVED, "true");
 	jw_arr_end(&w);
 	return buf_steal(&b, NULL);
 }
@@ -161,39 +178,15 @@ int fn_pool_release(struct kube_client *c, const char *ns, const char *name, con
                     bool keep, struct err **err)
 {
 	if (keep) {
-		cleanup_buf struct buf b;
-		buf_init(&b, 0);
-		struct jw w;
-		jw_init(&w, &b);
-		jw_arr_begin(&w);
-		const struct {
-			const char *op, *path, *value;
-		} ops[] = {{"test", P_HOLDER, holder},
-		           {"replace", P_STATE, "idle"},
-		           {"remove", P_HOLDER, NULL},
-		           {"remove", P_UNTIL, NULL}};
-		for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-			jw_obj_begin(&w);
-			jw_kv_str(&w, "op", ops[i].op);
-			jw_kv_str(&w, "path", ops[i].path);
-			if (ops[i].value)
-				jw_kv_str(&w, "value", ops[i].value);
-			jw_obj_end(&w);
-		}
-		char since[32];
-		snprintf(since, sizeof(since), "%lld", (long long)epoch_ms());
-		jw_obj_begin(&w);
-		jw_kv_str(&w, "op", "add");
-		jw_kv_str(&w, "path", P_IDLE);
-		jw_kv_str(&w, "value", since);
-		jw_obj_end(&w);
-		jw_arr_end(&w);
+		cleanup_free char *patch = release_patch(holder);
 		long status = 0;
 		cleanup_err struct err *e = NULL;
-		if (kube_api_pod_json_patch(c, ns, name, b.data, &status, NULL, &e) == 0)
+		if (kube_api_pod_json_patch(c, ns, name, patch, &status, NULL, &e) == 0)
 			return 0;
-		log_info("warm pool: pod %s/%s could not be given back (%s): retiring it", ns, name,
-		         e->msg);
+		/* a Role without pods patch cannot keep a pool: said, not hidden */
+		log_msg(status == 403 ? LOG_WARN : LOG_INFO,
+		        "warm pool: pod %s/%s could not be given back (%s): retiring it", ns, name,
+		        e->msg);
 	}
 	return kube_api_pod_delete(c, ns, name, err);
 }

@@ -29,6 +29,7 @@
 #define POD_ANNOTATION_LEASE_HOLDER "krmpod.dev/lease-holder"
 #define POD_ANNOTATION_LEASE_UNTIL  "krmpod.dev/lease-until"
 #define POD_ANNOTATION_IDLE_SINCE   "krmpod.dev/idle-since"
+#define POD_ANNOTATION_SERVED       "krmpod.dev/served" /* "true": it ran a call */
 
 /* Exec mode (pod_agent.h): the init container that installs krmpod, where it goes, and
  * the work directory `krmpod call` gives each call. */

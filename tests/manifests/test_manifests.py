@@ -37,7 +37,7 @@ EXPECTED_OBJECTS = {
 
 # Exactly what krmpod needs (design brief 3.3, README): nothing more.
 EXPECTED_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete", "patch"]},
     {"apiGroups": [""], "resources": ["pods/attach"], "verbs": ["get", "create"]},
     {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["watch"]},

@@ -40,6 +40,23 @@ def run_exec_render(install, tmp_path):
     return r.returncode == 0 and "runs in attach mode" not in err, err
 
 
+def run_pool_render(install, tmp_path):
+    """Two renders with the warm pool: prestart leaves an idle pod in the pool (or the
+    first render gives its pod back), which the second render leases (a patch)."""
+    env = dict(EXEC_ENV, KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES="example.com/fns/*")
+    app = fn_app(tmp_path, "cat", name="app-%d" % time.monotonic_ns())
+    texts, ok = [], True
+    for _ in range(2):
+        r, _ = render(install, app, **env)
+        ok = ok and r.returncode == 0
+        texts.append(r.stderr.decode(errors="replace"))
+    # the pool is emptied (the tier's check: no pod left)
+    script = " ".join("%s='%s'" % kv for kv in sorted(env.items())) + \
+        " KRMPOD_WARM_POOL_TTL=1ms /usr/local/bin/krmpod gc"
+    install.sidecar.sh(script)
+    return ok, "\n".join(texts)
+
+
 def run_prestart_claim(install, tmp_path):
     """A render whose function pod was started ahead: the shim claiming it reads it first."""
     r, _ = render(install, copy_fixture_app(tmp_path, name="app-%d" % time.monotonic_ns()),
@@ -97,6 +114,7 @@ FEATURES = {
     ("", "pods", "list"): ("krmpod gc", run_gc),
     ("", "pods", "watch"): ("a render (following the pod)", run_render),
     ("", "pods", "delete"): ("a render (the pod is deleted after)", run_render),
+    ("", "pods", "patch"): ("the warm pool (a lease taken and given back)", run_pool_render),
     ("", "pods/attach", "get"): ("a render (the attach's WebSocket upgrade)", run_render),
     ("", "pods/attach", "create"): ("a render (the attach, on Kubernetes 1.35+)", run_render),
     ("", "pods/exec", "get"): ("a render in exec mode (the exec's WebSocket upgrade)",
@@ -164,7 +182,7 @@ baselines = {}
 
 @pytest.mark.parametrize("pair", shipped_pairs(), ids=lambda p: "%s-%s" % (p[1], p[2]))
 def test_each_rule_is_needed(install, tmp_path, pair, request):
-    if pair[1] == "pods/exec":
+    if pair[1] == "pods/exec" or pair == ("", "pods", "patch"):
         EXEC_ENV.update(request.getfixturevalue("exec_mode"))
     assert pair in FEATURES, "no feature is known to need %s: name one in FEATURES, or " \
         "remove the rule from manifests/functions/rbac.yaml" % (pair,)

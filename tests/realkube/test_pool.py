@@ -1,0 +1,133 @@
+"""The three modes and the warm pool on the real cluster (docs/internals/exec-mode.md,
+docs/internals/warm-pool.md), rendered in the installed sidecar through the shipped Role:
+attach, exec and warm exec give the same bytes for every function fixture; a warm call
+reuses a pod that runs already; two renders at once never share a pod; a render killed
+with SIGKILL leaves a lease that the janitor retires once it ran out; nothing of a call
+reaches the next. Every test empties the pool with `krmpod gc` in the sidecar (the tier
+checks that no pod is left)."""
+import re
+import subprocess
+import time
+
+import pytest
+
+from apps import copy_fixture_app, fn_app
+from conftest import FN_NS, assert_ok, pod_summary, render
+
+POOL = {"KRMPOD_WARM_POOL": "true", "KRMPOD_WARM_POOL_IMAGES": "example.com/fns/*"}
+
+
+def pool_pods(install):
+    return [p for p in install.api.pods(FN_NS)
+            if "krmpod.dev/pool" in (p["metadata"].get("labels") or {})]
+
+
+def gc(install, exec_mode, **extra):
+    env = dict(exec_mode, **POOL)
+    env.update(extra)
+    script = " ".join("%s='%s'" % kv for kv in sorted(env.items())) + \
+        " /usr/local/bin/krmpod gc"
+    r = install.sidecar.sh(script)
+    assert r.returncode == 0, r.stderr.decode()
+    return (r.stdout + r.stderr).decode()
+
+
+@pytest.fixture
+def pool(install, exec_mode):
+    env = dict(exec_mode, **POOL)
+    yield env
+    out = gc(install, exec_mode, KRMPOD_WARM_POOL_TTL="1ms")
+    assert pool_pods(install) == [], out
+
+
+# every fixture that transforms a ResourceList without mounts, network or failing
+PARITY = ["add-label", "cat", "exit-code", "gen-configmap", "set-labels", "set-namespace",
+          "slow-cat", "with-help"]
+
+
+def test_three_modes_give_the_same_bytes(install, exec_mode, pool, tmp_path):
+    outputs = {}
+    for fixture in PARITY:
+        app = fn_app(tmp_path, fixture, name="app-" + fixture,
+                     data={"key": "team", "value": "x", "name": "gen", "namespace": "ns1"})
+        for mode, env in (("attach", {}), ("exec", exec_mode), ("cold pool", pool),
+                          ("warm pool", pool)):
+            r, pods = render(install, app, **env)
+            assert_ok(r)
+            outputs.setdefault(fixture, {})[mode] = r.stdout
+            err = r.stderr.decode()
+            if mode == "warm pool":  # the pod the cold call left, taken again
+                assert not pods or all("created" not in p for p in pods.values()), \
+                    [pod_summary(p) for p in pods.values()]
+            if mode != "attach":
+                assert "krmpod-call-end" not in err, err
+        modes = outputs[fixture]
+        assert len(set(modes.values())) == 1, (fixture, {k: v[:200] for k, v in modes.items()})
+
+
+def test_a_warm_call_costs_four_requests_and_no_pod_start(install, pool, tmp_path):
+    app = fn_app(tmp_path, "cat")
+    r, _ = render(install, app, **pool)
+    assert_ok(r)
+    [p] = pool_pods(install)
+    assert p["metadata"]["labels"]["krmpod.dev/pool-state"] == "idle"
+    r, pods = render(install, app, KRMPOD_PRESTART="false", KRMPOD_LOG_LEVEL="debug", **pool)
+    assert_ok(r)
+    err = r.stderr.decode()
+    m = re.search(r"pod=(\S+): image=\S+ .*attached=(\d+)ms finished=(\d+)ms exit=0 "
+                  r"requests=(\d+)", err)
+    assert m and m.group(1) == p["metadata"]["name"], err
+    assert int(m.group(4)) == 4, err
+    assert pods == {}, "a warm call made a pod: %s" % [pod_summary(x) for x in pods.values()]
+
+
+def test_two_renders_at_once_never_share_a_pod(install, pool, tmp_path):
+    app = fn_app(tmp_path, "slow-cat")
+    r, _ = render(install, app, **pool)
+    assert_ok(r)
+    procs = [install.sidecar.start_render(fn_app(tmp_path, "slow-cat", name="c%d" % i),
+                                          env=pool) for i in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    names = []
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err.decode()
+        names += re.findall(r"pod=(\S+): image=", err.decode())
+    assert len(names) == 2 and len(set(names)) == 2, names
+
+
+def test_a_killed_render_s_lease_runs_out_and_the_pod_is_retired(install, exec_mode, pool,
+                                                                  tmp_path):
+    env = dict(pool, KRMPOD_TIMEOUT="10s", KRMPOD_PRESTART="false")
+    proc = install.sidecar.start_render(fn_app(tmp_path, "sleep"), env=env)
+    deadline = time.time() + 60
+    while time.time() < deadline and not [p for p in pool_pods(install) if
+                                          p["metadata"]["labels"]["krmpod.dev/pool-state"]
+                                          == "busy"]:
+        time.sleep(0.2)
+    # SIGKILL to every krmpod process of the render in the sidecar: nothing can clean up
+    install.sidecar.sh("for p in /proc/[0-9]*; do case $(cat $p/comm 2>/dev/null) in "
+                       "krmpod|docker) kill -9 ${p#/proc/};; esac; done; true")
+    proc.communicate(timeout=60)
+    [p] = pool_pods(install)
+    until = int(p["metadata"]["annotations"]["krmpod.dev/lease-until"])
+    out = gc(install, exec_mode)
+    assert len(pool_pods(install)) == 1, out  # the lease holds
+    time.sleep(max(0, until / 1000 - time.time()) + 1)
+    out = gc(install, exec_mode)
+    assert "its lease ran out (the holder died)" in out, out
+    deadline = time.time() + 30
+    while time.time() < deadline and pool_pods(install):
+        time.sleep(0.2)
+    assert pool_pods(install) == []
+
+
+def test_nothing_of_a_call_reaches_the_next(install, pool, tmp_path):
+    app = fn_app(tmp_path, "home-probe")
+    for i in range(3):
+        r, _ = render(install, app, **pool)
+        assert_ok(r)
+        err = r.stderr.decode()
+        assert "home-probe: HOME=[]" in err and "home-probe: TMPDIR=[]" in err, err
+        around = re.search(r"home-probe: around=\[(.*)\]", err).group(1).split()
+        assert len(around) == 1 and around[0].startswith("call-"), err
+    assert len(pool_pods(install)) == 1
