@@ -15,7 +15,7 @@ PYTHON := /usr/bin/python3
 SRCS := $(sort $(wildcard src/*/*.c))
 LIB_SRCS := $(filter-out src/cli/main.c,$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
-FMT_FILES = src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h
+FMT_FILES = src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Wvla -Wstrict-prototypes
 # -MMD -MP: each object's header dependencies go to a .d file beside it (included below),
@@ -134,7 +134,7 @@ build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
 realkube-test: test-deps build/krmpod build/realkube/argocd-cmp-server
 	REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/realkube
 
-test: lint unit kubesim-test registry-test manifests-test e2e-selftest integration soak-short realkube-test
+test: lint unit fuzz-replay kubesim-test registry-test manifests-test e2e-selftest integration soak-short realkube-test
 	@echo "make test: all tiers passed"
 
 demo: test-deps build/krmpod
@@ -174,6 +174,7 @@ distclean:
 	rm -rf build
 
 include tests/soak/soak.mk
+include tests/fuzz/fuzz.mk
 
 # The Argo CD sidecar image, built from locally made base images (debootstrap, docker import;
 # no container registry needed) and tested against kubesim: scripts/image-local.sh.

@@ -9,7 +9,10 @@
 
 #include "base/xalloc.h"
 
-#define JSON_MAX_DEPTH 256
+/* The longest key, in characters as json_escape() writes it, that the reader accepts:
+ * libyaml reads an implicit key (every key of a JSON object) only when its ':' comes within
+ * 1024 characters of its start, so a longer key could not be read back from JSON. */
+#define JSON_KEY_MAX 1022
 
 struct json {
 	enum json_type type;
@@ -99,6 +102,19 @@ static struct json *scalar_node(const yaml_event_t *ev)
 	return j;
 }
 
+/* The characters (not bytes) of s as json_escape() writes it. */
+static size_t escaped_width(const char *s, size_t n)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	json_escape(&b, s, n);
+	size_t width = 0;
+	for (size_t i = 0; i < b.len; i++)
+		width += ((unsigned char)b.data[i] & 0xc0) != 0x80;
+	buf_free(&b);
+	return width;
+}
+
 struct parser {
 	yaml_parser_t p;
 	const char *what;
@@ -144,6 +160,12 @@ static int parse_children(struct parser *ps, struct json *node, bool is_map, int
 			               ps->what, child.start_mark.line + 1);
 		cleanup_free char *key =
 		        xstrndup((const char *)child.data.scalar.value, child.data.scalar.length);
+		size_t key_len = strlen(key);
+		/* an escape is at most 6 characters: a shorter key always fits */
+		if (key_len > JSON_KEY_MAX / 6 && escaped_width(key, key_len) > JSON_KEY_MAX)
+			return err_set(err, ERR_IO,
+			               "%s: a key longer than %d characters as JSON (line %zu)",
+			               ps->what, JSON_KEY_MAX, child.start_mark.line + 1);
 		cleanup_yaml_event yaml_event_t val;
 		struct json *v = NULL;
 		if (next_event(ps, &val, err) < 0 || parse_node(ps, &val, depth + 1, &v, err) < 0)
@@ -323,10 +345,44 @@ bool json_bool(const struct json *j, bool *out)
 
 /* --- writer ----------------------------------------------------------------------------- */
 
+/* The length of the UTF-8 sequence at s[i] that a YAML reader does not read back as itself
+ * inside a double-quoted string (0 for any other), its code point in *cp: DEL and the C1
+ * controls (refused as input), NEL, LS and PS (line breaks, folded), U+FFFE and U+FFFF
+ * (refused). The reader is libyaml, ours: JSON is read as YAML. */
+static size_t yaml_unsafe(const unsigned char *s, size_t i, size_t n, unsigned *cp)
+{
+	if (s[i] == 0x7f) {
+		*cp = 0x7f;
+		return 1;
+	}
+	if (s[i] == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) {
+		*cp = s[i + 1];
+		return 2;
+	}
+	if (i + 2 >= n)
+		return 0;
+	if (s[i] == 0xe2 && s[i + 1] == 0x80 && (s[i + 2] == 0xa8 || s[i + 2] == 0xa9)) {
+		*cp = 0x2000u | (s[i + 2] - 0x80u);
+		return 3;
+	}
+	if (s[i] == 0xef && s[i + 1] == 0xbf && (s[i + 2] == 0xbe || s[i + 2] == 0xbf)) {
+		*cp = 0xffc0u | (s[i + 2] - 0x80u);
+		return 3;
+	}
+	return 0;
+}
+
 void json_escape(struct buf *out, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
+		unsigned cp = 0;
+		size_t unsafe = c >= 0x7f ? yaml_unsafe((const unsigned char *)s, i, n, &cp) : 0;
+		if (unsafe) {
+			buf_printf(out, "\\u%04x", cp);
+			i += unsafe - 1;
+			continue;
+		}
 		switch (c) {
 		case '"':
 			buf_puts(out, "\\\"");

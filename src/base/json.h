@@ -3,9 +3,11 @@
  * Reading goes through libyaml (JSON is YAML), so the same code reads API responses and
  * kubeconfig files. Only the first document of a stream is read. Anchors/aliases are
  * rejected (ERR_IO) — neither kubeconfigs nor API responses use them, and they are a
- * memory-amplification risk. Plain YAML scalars are typed like YAML 1.2's core schema:
- * true/false → JSON_BOOL, null/~/empty → JSON_NULL, integers/floats → JSON_NUMBER, else
- * JSON_STRING; quoted scalars are always strings.
+ * memory-amplification risk — and so are documents nested deeper than JSON_MAX_DEPTH and
+ * keys longer than 1022 characters as JSON (libyaml could not read them back from JSON).
+ * Plain YAML scalars are typed like YAML 1.2's core schema: true/false → JSON_BOOL,
+ * null/~/empty → JSON_NULL, integers/floats → JSON_NUMBER, else JSON_STRING; quoted scalars
+ * are always strings.
  *
  * Lookups never fail: a missing key, a wrong type or a NULL node gives NULL/false, so
  * chains like json_str(json_path(pod, "status.phase")) are safe.
@@ -58,12 +60,20 @@ bool json_bool(const struct json *j, bool *out);
 /* --- Writing -------------------------------------------------------------------------
  * A streaming JSON writer into a struct buf. Commas are inserted automatically; keys are
  * given with jw_key() before each value inside an object. Strings are escaped per RFC 8259
- * (control characters as \u00XX; invalid UTF-8 is passed through unchanged). */
+ * (control characters as \u00XX; invalid UTF-8 is passed through unchanged), and so are the
+ * characters a YAML reader would not read back as themselves (DEL, the C1 controls, U+2028,
+ * U+2029, U+FFFE, U+FFFF): json_parse() reads what json_write() wrote to an equal tree. */
+/* How deep json_parse() lets a document nest (deeper is ERR_IO), and how deep the writer
+ * goes (deeper is a programming error: abort): any parsed document can be written inside up
+ * to 60 levels of the writer's own. */
+#define JSON_MAX_DEPTH   256
+#define JSON_WRITE_DEPTH (JSON_MAX_DEPTH + 64)
+
 struct jw {
 	struct buf *out;
 	int depth;
-	unsigned char first[64]; /* per depth: no element written yet */
-	bool after_key;          /* a key was written; the value needs no comma */
+	unsigned char first[JSON_WRITE_DEPTH]; /* per depth: no element written yet */
+	bool after_key;                        /* a key was written; the value needs no comma */
 };
 
 void jw_init(struct jw *w, struct buf *out);

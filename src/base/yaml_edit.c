@@ -234,6 +234,56 @@ static void to_block(yaml_event_t *ev)
 	}
 }
 
+/* Marks in null_in_flow[] the scalars libyaml's emitter would turn from a null into a
+ * string: it writes no empty plain scalar (YAML's null) inside a flow collection, but `! ''`,
+ * which reads as "". Keys are left alone: a reader takes a key's text, which stays empty. */
+static void mark_flow_nulls(const struct doc *d, bool block, bool *null_in_flow)
+{
+	struct level {
+		bool flow, map, key; /* key: the next node of the mapping is a key */
+	} *st = NULL;
+	size_t depth = 0;
+	for (size_t i = 0; i < d->n; i++) {
+		const yaml_event_t *ev = &d->ev[i];
+		struct level *top = depth ? &st[depth - 1] : NULL;
+		if (ev->type == YAML_MAPPING_END_EVENT || ev->type == YAML_SEQUENCE_END_EVENT) {
+			if (--depth > 0 && st[depth - 1].map)
+				st[depth - 1].key = !st[depth - 1].key;
+			continue;
+		}
+		if (ev->type == YAML_MAPPING_START_EVENT || ev->type == YAML_SEQUENCE_START_EVENT) {
+			bool map = ev->type == YAML_MAPPING_START_EVENT;
+			bool flow = map ? ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE
+			                : ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+			flow = !block && (flow || (top && top->flow));
+			st = xrealloc(st, (depth + 1) * sizeof(*st));
+			st[depth++] = (struct level){flow, map, true};
+			continue; /* the parent's key/value turn passes at the end */
+		}
+		if (ev->type == YAML_SCALAR_EVENT)
+			null_in_flow[i] = top && top->flow && !(top->map && top->key) &&
+			                  ev->data.scalar.length == 0 &&
+			                  ev->data.scalar.tag == NULL &&
+			                  ev->data.scalar.plain_implicit &&
+			                  ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+		if (top && top->map &&
+		    (ev->type == YAML_SCALAR_EVENT || ev->type == YAML_ALIAS_EVENT))
+			top->key = !top->key;
+	}
+	free(st);
+}
+
+/* Makes the empty null scalar at *ev the plain scalar "null" (same anchor). */
+static void spell_null(yaml_event_t *ev)
+{
+	yaml_event_t null_ev;
+	if (!yaml_scalar_event_initialize(&null_ev, ev->data.scalar.anchor, NULL,
+	                                  (yaml_char_t *)"null", 4, 1, 0, YAML_PLAIN_SCALAR_STYLE))
+		return; /* out of memory: `! ''` is written */
+	yaml_event_delete(ev);
+	*ev = null_ev;
+}
+
 /* Emits one document's events with the edits; every event is emitted or deleted. */
 static int write_doc(struct writer *w, struct doc *d, const struct yaml_edit *e, size_t index,
                      struct err **err)
@@ -242,6 +292,8 @@ static int write_doc(struct writer *w, struct doc *d, const struct yaml_edit *e,
 	struct spans s = {0};
 	cleanup_free char *value = NULL;
 	cleanup_free char **repl = xcalloc(d->n, sizeof(char *));
+	cleanup_free bool *null_in_flow = xcalloc(d->n, sizeof(bool));
+	mark_flow_nulls(d, e->block, null_in_flow);
 	if (edit) {
 		locate(d, e, &s);
 		if (e->annotate && e->annotation_key)
@@ -262,6 +314,8 @@ static int write_doc(struct writer *w, struct doc *d, const struct yaml_edit *e,
 			rc = emit_scalar(w, value, err);
 		if (rc == 0 && repl[i] && !drop)
 			rc = emit_scalar(w, repl[i], err);
+		if (null_in_flow[i])
+			spell_null(&d->ev[i]);
 		if (e->block)
 			to_block(&d->ev[i]);
 		if (rc == 0 && !drop && !old_value && !repl[i])

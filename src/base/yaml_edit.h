@@ -6,7 +6,8 @@
  * config its runtime annotation, replace an inline function config.
  *
  * Every document is edited; a document whose root is not a mapping is copied as it is.
- * Anchors and aliases are copied too. */
+ * Anchors and aliases are copied too. An empty null inside a flow collection (`{a: }`) is
+ * written `null`: libyaml's emitter has no empty form there and would write the string ''. */
 #ifndef KRMPOD_YAML_EDIT_H
 #define KRMPOD_YAML_EDIT_H
 

@@ -289,7 +289,8 @@ int pod_watch_apply_event(const char *line, size_t len, const char *container, s
 	const char *type = json_str(json_get(ev, "type"));
 	const struct json *obj = json_get(ev, "object");
 	if (type == NULL || json_type(obj) != JSON_OBJECT)
-		return err_set(err, ERR_NET, "a watch event without type or object: %.200s", line);
+		return err_set(err, ERR_NET, "a watch event without type or object: %.*s",
+		               (int)(len < 200 ? len : 200), line); /* line is not NUL-terminated */
 
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
 		return observe(st, obj, container, false) ? POD_WATCH_CHANGED : POD_WATCH_UNCHANGED;

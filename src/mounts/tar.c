@@ -33,7 +33,7 @@
 #define LEN_LINKNAME 100
 #define LEN_PREFIX   155
 #define TAR_PAX      'x'
-#define MAX_SIZE     077777777777ULL /* 11 octal digits */
+#define MAX_SIZE     077777777777ULL /* 11 octal digits: sizes and times */
 
 /* --- Writing ------------------------------------------------------------------------------ */
 
@@ -172,7 +172,11 @@ int tar_header(const struct tar_entry *e, struct buf *out, struct err **err)
 		memcpy(h + OFF_LINKNAME, e->link, link_fits ? strlen(e->link) : LEN_LINKNAME);
 	put_octal(h + OFF_MODE, 8, e->mode & 0777);
 	put_octal(h + OFF_SIZE, 12, size);
-	put_octal(h + OFF_MTIME, 12, e->mtime > 0 ? (unsigned long long)e->mtime : 0);
+	/* a time past what 11 octal digits hold (the year 2242) would lose its first digit */
+	put_octal(h + OFF_MTIME, 12,
+	          e->mtime <= 0                   ? 0
+	          : (uint64_t)e->mtime > MAX_SIZE ? MAX_SIZE
+	                                          : (unsigned long long)e->mtime);
 	h[OFF_TYPE] = (unsigned char)e->type;
 	finish_header(h);
 	append_block(out, h);
@@ -207,13 +211,16 @@ bool tar_link_inside(const char *path, const char *target)
 	depth--; /* the link itself */
 	if (depth < 0)
 		return false;
+	/* Only leading ".." climb: after a name, ".." would climb from wherever that name leads
+	 * when it is a symlink ("d/l -> .." makes "x -> d/l/../.." leave the root). */
+	bool named = false;
 	for (const char *p = target; *p;) {
 		size_t n = strcspn(p, "/");
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
-			if (--depth < 0)
+			if (named || --depth < 0)
 				return false;
 		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
-			depth++;
+			named = true;
 		}
 		p += n;
 		while (*p == '/')

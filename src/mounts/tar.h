@@ -31,7 +31,8 @@ struct tar_entry {
 	const char *link; /* TAR_SYMLINK: the target; NULL otherwise */
 	unsigned mode;    /* permission bits (only & 0777 is written) */
 	uint64_t size;    /* TAR_FILE: bytes of data that follow; 0 otherwise */
-	int64_t mtime;    /* seconds since the epoch (negative is written as 0) */
+	int64_t mtime;    /* seconds since the epoch (negative is written as 0, and one past
+	                     the 11 octal digits of ustar, in 2242, as the largest they hold) */
 };
 
 /* Appends the header block(s) of e to out: a PAX header first when the path or the link
@@ -47,9 +48,11 @@ size_t tar_padding(uint64_t size);
 void tar_end(struct buf *out);
 
 /* Whether a symlink at `path` (relative to some root, '/'-separated) pointing at `target`
- * stays inside that root when resolved lexically: target is relative and non-empty, and no
- * ".." climbs above the root. Used by both sides: the sidecar refuses to send a link that
- * leaves its mount, and `krmpod unpack` refuses to create one that leaves its volume. */
+ * stays inside that root however it resolves: target is relative and non-empty, its ".."
+ * components all come first (after a name, ".." would climb from wherever that name leads if
+ * it is a symlink too) and do not climb above the root. Used by both sides: the sidecar
+ * refuses to send a link that leaves its mount, and `krmpod unpack` refuses to create one
+ * that leaves its volume. */
 bool tar_link_inside(const char *path, const char *target);
 
 /* --- Reading -------------------------------------------------------------------------- */

@@ -65,6 +65,14 @@ int pod_template_check(const struct json *tmpl, const char *what, struct err **e
 {
 	if (json_type(tmpl) != JSON_OBJECT)
 		return err_set(err, ERR_CONFIG, "%s: the template is not an object", what);
+	/* the pod's labels and annotations are written from their keys */
+	static const char *maps[] = {"labels", "annotations"};
+	for (size_t i = 0; i < 2; i++) {
+		const struct json *m = json_get(json_get(tmpl, "metadata"), maps[i]);
+		if (m && json_type(m) != JSON_OBJECT && json_type(m) != JSON_NULL)
+			return err_set(err, ERR_CONFIG, "%s: metadata.%s is not a mapping", what,
+			               maps[i]);
+	}
 	const struct json *labels = json_path(tmpl, "metadata.labels");
 	static const char *own[] = {POD_LABEL_MANAGED_BY, POD_LABEL_FUNCTION, POD_LABEL_NETWORK};
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)

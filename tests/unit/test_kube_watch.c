@@ -419,6 +419,22 @@ TEST(events_errors)
 	err_free(e);
 	e = NULL;
 
+	/* A line is not NUL-terminated: the message quotes it, and nothing after it (it read
+	 * past the line, out of its buffer: tests/fuzz/crashes/kube_status). */
+	const char two[] = "{\"kind\":\"Status\"}\n{\"type\":\"ADDED\"}";
+	char *line = xmalloc(sizeof(two) - 1); /* exactly the bytes: ASan sees a read past them */
+	memcpy(line, two, sizeof(two) - 1);
+	CHECK_INT(pod_watch_apply_event(line, 17, "fn", &st, &e), -1);
+	CHECK_CONTAINS(e ? e->msg : NULL, "without type or object: {\"kind\":\"Status\"}");
+	CHECK(e && strstr(e->msg, "ADDED") == NULL);
+	err_free(e);
+	e = NULL;
+	CHECK_INT(pod_watch_apply_event(line + 18, sizeof(two) - 19, "fn", &st, &e), -1);
+	CHECK_CONTAINS(e ? e->msg : NULL, "{\"type\":\"ADDED\"}");
+	err_free(e);
+	e = NULL;
+	free(line);
+
 	/* Unknown event types are ignored. */
 	CHECK_INT(apply(&st, "SOMETHING", "{}", &e), POD_WATCH_UNCHANGED);
 	CHECK(e == NULL);

@@ -428,6 +428,7 @@ static void expect_unpack_fails(struct buf *b, int64_t max, const char *needle)
 TEST(unpack_refuses_what_the_sender_never_writes)
 {
 	struct buf b;
+	char *f;
 	setup();
 	buf_init(&b, 0);
 	entry(&b, TAR_FILE, "0/../../etc/x", NULL, "x");
@@ -453,6 +454,20 @@ TEST(unpack_refuses_what_the_sender_never_writes)
 	expect_unpack_fails(&b, 1 << 20, "symlink to \"/etc\" refused");
 	teardown();
 
+	/* a chain of links that each look inside but together leave the volume: d1/l -> ".."
+	 * is its root, so x -> "d1/l/../.." would be the volume's parent
+	 * (tests/fuzz/crashes/tar_unpack/symlink-chain-escape) */
+	setup();
+	buf_init(&b, 0);
+	entry(&b, TAR_DIR, "0/d1", NULL, NULL);
+	entry(&b, TAR_SYMLINK, "0/d1/l", "..", NULL);
+	entry(&b, TAR_SYMLINK, "0/x", "d1/l/../..", NULL);
+	expect_unpack_fails(&b, 1 << 20, "entry 0/x: symlink to \"d1/l/../..\" refused");
+	f = path_of("dest/0/x");
+	CHECK(access(f, F_OK) != 0 && errno == ENOENT);
+	free(f);
+	teardown();
+
 	/* a symlink the archive made is never followed by a later entry */
 	setup();
 	buf_init(&b, 0);
@@ -461,7 +476,7 @@ TEST(unpack_refuses_what_the_sender_never_writes)
 	entry(&b, TAR_FILE, "0/l/f", NULL, "x");
 	expect_unpack_fails(&b, 1 << 20,
 	                    "entry 0/l/f: l is not a directory (symlinks are never followed)");
-	char *f = path_of("dest/0/d/f");
+	f = path_of("dest/0/d/f");
 	CHECK(access(f, F_OK) != 0);
 	free(f);
 	teardown();

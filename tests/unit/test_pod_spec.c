@@ -5,6 +5,7 @@
 #include "base/json.h"
 #include "check.h"
 #include "pod/pod_spec.h"
+#include "pod/pod_template.h"
 #include "unit_settings.h"
 
 static struct json *build(struct fn_request *req, struct settings *s)
@@ -157,11 +158,43 @@ TEST(generate_name)
 	free(n);
 }
 
+/* A template whose labels or annotations are a list (not a mapping) is refused; writing the
+ * pod from it read a NULL key (tests/fuzz/crashes/pod_template/annotations-list). */
+TEST(template_metadata_must_be_mappings)
+{
+	static const char *const bad[] = {
+	        "metadata: {annotations: [{name: x}]}\nspec: {}\n",
+	        "metadata: {labels: [a, b]}\nspec: {}\n",
+	        "metadata: {labels: x}\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct settings s = unit_settings(299500);
+		struct json *doc = NULL;
+		CHECK_INT(json_parse(bad[i], strlen(bad[i]), "t", &doc, NULL), 0);
+		struct err *e = NULL;
+		CHECK_INT(pod_template_adopt(&s, doc, "template t", &e), -1);
+		CHECK_CONTAINS(e ? e->msg : NULL, "is not a mapping");
+		err_free(e);
+		CHECK(s.template_doc == NULL);
+	}
+	struct settings s = unit_settings(299500);
+	const char *ok = "metadata: {labels: null, annotations: {a: b}}\nspec: {}\n";
+	struct json *doc = NULL;
+	CHECK_INT(json_parse(ok, strlen(ok), "t", &doc, NULL), 0);
+	CHECK_INT(pod_template_adopt(&s, doc, "template t", NULL), 0);
+	struct fn_request req = {.image = "example.com/fn:v1", .run_as_user = 1, .run_as_group = 1};
+	struct json *p = build(&req, &s);
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.annotations"), "a")), "b");
+	json_free(p);
+	json_free(s.template_doc); /* unit_settings: the strings are literals */
+}
+
 int main(void)
 {
 	RUN(locked_down);
 	RUN(network_owner_labels_pull_args);
 	RUN(stdin_only_with_i);
 	RUN(generate_name);
+	RUN(template_metadata_must_be_mappings);
 	return check_summary();
 }

@@ -258,6 +258,30 @@ TEST(writer_limits)
 	buf_free(&b);
 }
 
+/* A time past the 11 octal digits of ustar is written as the largest they hold, not cut to
+ * its last 11 digits (tests/fuzz/crashes/tar_unpack/mtime-past-11-digits). */
+TEST(writer_clamps_times)
+{
+	static const int64_t in[] = {-5, 0, 1700000000, 077777777777LL, 0100000000000LL, INT64_MAX};
+	static const int64_t out[] = {
+	        0, 0, 1700000000, 077777777777LL, 077777777777LL, 077777777777LL};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct buf b;
+		buf_init(&b, 0);
+		struct tar_entry e = {TAR_DIR, "0/d", NULL, 0755, 0, in[i]};
+		CHECK_INT(tar_header(&e, &b, NULL), 0);
+		tar_end(&b);
+		struct mem m = {b.data, b.len, 0, 0, 0};
+		struct tar_reader r;
+		tar_reader_init(&r, mem_read, &m);
+		struct tar_entry back;
+		CHECK_INT(tar_next(&r, &back, NULL), 1);
+		CHECK_INT(back.mtime, out[i]);
+		tar_reader_free(&r);
+		buf_free(&b);
+	}
+}
+
 TEST(padding)
 {
 	CHECK_INT(tar_padding(0), 0);
@@ -280,6 +304,13 @@ TEST(link_inside)
 	CHECK(!tar_link_inside("l", ""));
 	CHECK(!tar_link_inside("", "a"));
 	CHECK(tar_link_inside("a//l", "..//b"));
+	CHECK(tar_link_inside("a/b/l", "./../c"));
+	/* A ".." after a name climbs from wherever the name leads, if it is a symlink: with
+	 * d1/l -> "..", x -> "d1/l/../.." would leave the root (tests/fuzz/crashes/tar_unpack). */
+	CHECK(tar_link_inside("d1/l", ".."));
+	CHECK(!tar_link_inside("x", "d1/l/../.."));
+	CHECK(!tar_link_inside("a/b/l", "c/.."));
+	CHECK(!tar_link_inside("a/l", "./b/../c"));
 }
 
 int main(void)
@@ -288,6 +319,7 @@ int main(void)
 	RUN(bad_archives);
 	RUN(pax_records_other_than_path_are_refused);
 	RUN(writer_limits);
+	RUN(writer_clamps_times);
 	RUN(padding);
 	RUN(link_inside);
 	return check_summary();

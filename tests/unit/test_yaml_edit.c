@@ -188,6 +188,26 @@ TEST(inline_list_items_are_replaced)
 	free(out);
 }
 
+/* An empty null in a flow collection stays a null: libyaml's emitter would write it `! ''`,
+ * the empty string (tests/fuzz/crashes/yaml_edit/flow-nulls). An empty key keeps its text. */
+TEST(flow_nulls_stay_null)
+{
+	struct yaml_edit none = {0};
+	char *out = edit("{a: , b: [x, {c: }], d: }\n", &none);
+	CHECK_CONTAINS(out, "{a: null, b: [x, {c: null}], d: null}");
+	same_values(out, "{a: null, b: [x, {c: null}], d: null}\n");
+	free(out);
+	out = edit("k: {? : v}\n", &none);
+	char *j = doc_json(out, 0);
+	CHECK_STR(j, "{\"k\":{\"\":\"v\"}}");
+	free(j);
+	free(out);
+	struct yaml_edit block = {.block = true};
+	out = edit("{a: , b: [~]}\n", &block);
+	same_values(out, "{a: null, b: [null]}\n");
+	free(out);
+}
+
 TEST(malformed_yaml_names_the_place)
 {
 	struct yaml_edit e = {.drop_key = "catalogs"};
@@ -210,6 +230,7 @@ int main(void)
 	RUN(values_styles_tags_and_anchors_are_kept);
 	RUN(every_document_of_a_stream);
 	RUN(inline_list_items_are_replaced);
+	RUN(flow_nulls_stay_null);
 	RUN(malformed_yaml_names_the_place);
 	return check_summary();
 }

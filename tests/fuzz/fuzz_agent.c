@@ -1,0 +1,95 @@
+/* fuzz_agent.c — exec mode's two framings (src/agent/agent.h): the call header `krmpod call`
+ * reads (written by krmpod, but parsed inside a pod whose stdin is a stream), and the
+ * trailer krmpod looks for at the end of a call's stderr, the end of bytes that a function
+ * writes itself. The first input byte picks which.
+ *
+ * Invariants: the header parser fails with an error or gives argv[0] non-empty and env
+ * entries NAME=VALUE; a header it parsed, written again, parses to the same; the trailer
+ * parser accepts only a tail that ends with a whole trailer line, and never reports a
+ * trailer longer than the tail or than AGENT_TRAILER_MAX plus its prefix. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "base/buf.h"
+#include "fuzz_util.h"
+
+static void check_header(const struct agent_call_header *h)
+{
+	if (h->argv == NULL || h->argv[0] == NULL || h->argv[0][0] == '\0')
+		fuzz_fail("a parsed header without argv[0]");
+	for (size_t i = 0; h->env && h->env[i]; i++) {
+		const char *eq = strchr(h->env[i], '=');
+		if (eq == NULL || eq == h->env[i])
+			fuzz_fail("env %zu \"%s\" is not NAME=VALUE", i, h->env[i]);
+	}
+}
+
+static void same(char **a, char **b, const char *what)
+{
+	size_t i = 0;
+	for (; a[i] && b[i]; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			fuzz_fail("%s[%zu] changed when written and read again", what, i);
+	if (a[i] || b[i])
+		fuzz_fail("%s has another length when written and read again", what);
+}
+
+static void header(const char *text, size_t len)
+{
+	struct agent_call_header h;
+	struct err *e = NULL;
+	int rc = agent_call_header_parse(text, len, &h, &e);
+	fuzz_check_err(rc, e, "agent_call_header_parse");
+	err_free(e);
+	e = NULL;
+	if (rc < 0)
+		return;
+	check_header(&h);
+	struct buf b;
+	buf_init(&b, 0);
+	agent_call_header_write(h.argv, h.env, &b);
+	if (b.len == 0 || b.data[b.len - 1] != '\n' ||
+	    memchr(b.data, '\n', b.len) != b.data + b.len - 1)
+		fuzz_fail("a written header is not one line");
+	struct agent_call_header again;
+	if (agent_call_header_parse(b.data, b.len - 1, &again, &e) < 0)
+		fuzz_fail("a written header does not parse: %s", e->msg);
+	same(h.argv, again.argv, "argv");
+	same(h.env, again.env, "env");
+	agent_call_header_clear(&again);
+	agent_call_header_clear(&h);
+	buf_free(&b);
+}
+
+static void trailer(const char *tail, size_t len)
+{
+	size_t tlen = 0;
+	unsigned long long out = 0, errb = 0;
+	int code = 0;
+	if (agent_trailer_parse(tail, len, &tlen, &out, &errb, &code) < 0)
+		return;
+	if (tlen == 0 || tlen > len || tlen > AGENT_TRAILER_MAX + sizeof(AGENT_TRAILER_PREFIX))
+		fuzz_fail("trailer length %zu of a %zu-byte tail", tlen, len);
+	if (tail[len - 1] != '\n')
+		fuzz_fail("a trailer that does not end the tail with a newline");
+	if (memcmp(tail + len - tlen, AGENT_TRAILER_PREFIX, sizeof(AGENT_TRAILER_PREFIX) - 1) != 0)
+		fuzz_fail("the trailer does not start with its prefix");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0)
+		return 0;
+	char *copy = malloc(size);
+	if (copy == NULL)
+		abort();
+	memcpy(copy, data + 1, size - 1); /* no NUL: the parsers take lengths */
+	if (data[0] & 1)
+		header(copy, size - 1);
+	else
+		trailer(copy, size - 1);
+	free(copy);
+	return 0;
+}
