@@ -227,6 +227,11 @@ class Soak:
     def __init__(self, args):
         self.args = args
         self.krmpod = os.path.abspath(args.krmpod)
+        self.mode_env = {}
+        if args.mode == "exec":
+            sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+            from conftest import exec_settings
+            self.mode_env = exec_settings()
         self.work = tempfile.mkdtemp(prefix="krmpod-soak-")
         self.sim = soaklib.start_kubesim(os.path.join(self.work, "kubesim"), self.krmpod)
         self.sa = soaklib.service_account_dir(self.sim, os.path.join(self.work, "sa"))
@@ -316,6 +321,7 @@ class Soak:
                               KRMPOD_EXTRA_LABELS="krmpod-soak-run=%s" % idx)
         if p["case"] == "mount":
             env["KRMPOD_HELPER_IMAGE"] = soaklib.HELPER_IMAGE
+        env.update(self.mode_env)
         env.update(p["env"])
         self.sim.faults(**p["faults"])
         out_path, err_path = run_dir + "/stdout", run_dir + "/stderr"
@@ -622,7 +628,7 @@ class Soak:
         os.makedirs(tmp, exist_ok=True)
         self.sim.faults()
         env = soaklib.cmp_env(self.sim, self.sa, tmp, self.krmpod,
-                              KRMPOD_TIMEOUT=self.args.fn_timeout)
+                              KRMPOD_TIMEOUT=self.args.fn_timeout, **self.mode_env)
         gen = subprocess.Popen([self.krmpod, "generate"], cwd=app, env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, start_new_session=True)
@@ -775,6 +781,9 @@ def main():
     ap.add_argument("--fn-timeout", default="10s",
                     help="KRMPOD_TIMEOUT, the pods' activeDeadlineSeconds (default 10s)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--mode", choices=("attach", "exec"), default="attach",
+                    help="KRMPOD_MODE for every run (exec: the fixtures' image configs from "
+                         "registrylib.FixtureRegistry, as tests/integration does)")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
