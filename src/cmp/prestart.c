@@ -39,8 +39,8 @@ struct offer {
 	size_t len;
 	uint64_t key;
 	char *image;
-	char *pod;    /* its name, once created */
-	bool to_pool; /* a warm-pool pod (fn_pool.h): made idle in the pool, not offered */
+	char *pod;    /* its name, once created (or leased from the pool) */
+	bool to_pool; /* a warm-pool pod (fn_pool.h): leased for the render, offered, given back */
 };
 
 struct prestart {
@@ -53,10 +53,16 @@ struct prestart {
 	int pipe_w;    /* closing it (or dying) tells the janitor to clean up */
 	int64_t t0;
 	int64_t deadline; /* generate's (now_ms() clock) */
-	/* The warm pool's settings, when a function goes to it: its janitor runs at the end. */
+	/* The warm pool's settings, when a function goes to it: its janitor runs at the end;
+	 * the render's lease holder and when its leases end (epoch ms). */
 	struct settings pool;
 	bool pooling;
+	char *holder;
+	long long lease_until;
 };
+
+/* The render's leases on pool pods last to generate's deadline and this much more. */
+#define PRESTART_LEASE_SLACK_MS 5000
 
 /* The argv kustomize builds for a function config (../shared/design.md §3.1), after `run`. */
 static int request_for(const struct kfn *f, bool network, char *const *environ_,
@@ -108,26 +114,31 @@ static void touch(const char *path)
 		close(fd);
 }
 
-/* A pool function: an idle pod is made in its pool unless the pool has one (or the
- * namespace has no room for another pool pod). Returns 1 when one was made. */
-static unsigned fill_pool(struct prestart *p, struct kube_client *c, const struct offer *o)
+/* A pool function: an idle pod of its pool is leased for the render, else one is made
+ * (leased, while the namespace has room), and offered with the note "pool HOLDER warm|cold"
+ * (prestart_offer.h). Returns 1 when there is an offer. */
+static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct offer *o)
 {
 	char key[17];
 	fn_pool_key_text(o->key, key);
-	cleanup_free char *sel = xasprintf(POD_LABEL_POOL "=%s," POD_LABEL_POOL_STATE "=idle", key);
-	cleanup_json struct json *list = NULL, *pod = NULL;
+	cleanup_json struct json *pod = NULL;
 	cleanup_err struct err *e = NULL;
-	bool room = false;
-	if (kube_api_pod_list(c, p->ns, sel, &list, &e) < 0 ||
-	    json_len(json_get(list, "items")) > 0 ||
-	    fn_pool_room(c, &p->pool, p->ns, &room, &e) < 0 || !room ||
-	    kube_api_pod_create(c, p->ns, o->body, o->len, &pod, &e) < 0) {
+	size_t idle = 0;
+	bool room = false, warm = false;
+	int rc = fn_pool_claim(c, p->ns, key, p->holder, p->lease_until, &pod, &idle, &e);
+	if (rc > 0)
+		warm = fn_pool_pod_runs(pod);
+	else if (rc < 0 || fn_pool_room(c, &p->pool, p->ns, &room, &e) < 0 || !room ||
+	         kube_api_pod_create(c, p->ns, o->body, o->len, &pod, &e) < 0) {
 		if (e)
-			log_debug("%s: warm pool not filled: %s", o->image, e->msg);
+			log_debug("%s: no pool pod leased for the render: %s", o->image, e->msg);
 		return 0;
 	}
-	log_debug("pod %s made idle in the warm pool for %s",
-	          json_str(json_path(pod, "metadata.name")), o->image);
+	o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
+	cleanup_free char *note = xasprintf("pool %s %s\n", p->holder, warm ? "warm" : "cold");
+	cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
+	prestart_offer_write(file, note);
+	log_debug("pool pod %s for %s offered (%s)", o->pod, o->image, rc > 0 ? "leased" : "made");
 	return 1;
 }
 
@@ -144,8 +155,8 @@ static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int 
 		struct offer *o = &p->offers[i];
 		cleanup_free char *marker = pending_marker(p, i);
 		if (o->to_pool) {
+			created += lease_for_pool(p, c, o);
 			unlink(marker);
-			created += fill_pool(p, c, o);
 			continue;
 		}
 		cleanup_json struct json *pod = NULL;
@@ -198,6 +209,26 @@ static int delete_one(struct kube_client *c, const char *ns, const char *pod, st
 	return kube_api_pod_delete(c, ns, pod, err);
 }
 
+/* The end of the render's lease on a pool pod: given back to the pool when its offer is
+ * there (never taken, or given back by the shims after clean calls); retired otherwise (a
+ * shim took it and did not give it back: its call failed, or it died, and something of
+ * that call may still run in the pod). */
+static void end_lease(struct prestart *p, struct kube_client *c, const struct offer *o,
+                      bool offered, unsigned *claimed, unsigned *deleted)
+{
+	cleanup_err struct err *e = NULL;
+	if (offered) {
+		(*claimed)++;
+		if (fn_pool_release(c, p->ns, o->pod, p->holder, true, &e) < 0)
+			log_warn("give back pool pod %s/%s: %s", p->ns, o->pod, e->msg);
+		return;
+	}
+	if (delete_one(c, p->ns, o->pod, &e) < 0)
+		log_warn("retire pool pod %s/%s: %s", p->ns, o->pod, e->msg);
+	else
+		(*deleted)++;
+}
+
 /* Deletes every offered pod nobody claimed. When generate ended (or died) without a signal,
  * a throttled or failing API server (429 with Retry-After, 5xx) is waited out until
  * generate's deadline, as every other request of the render may; after a signal the deletes
@@ -215,7 +246,12 @@ static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned
 		if (o->pod == NULL)
 			continue;
 		cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
-		if (unlink(file) < 0) {
+		bool offered = unlink(file) == 0;
+		if (o->to_pool) { /* given back after its calls, or never taken: idle again */
+			end_lease(p, c, o, offered, claimed, deleted);
+			continue;
+		}
+		if (!offered) {
 			(*claimed)++; /* a shim renamed it away: the pod is the shim's to delete */
 			continue;
 		}
@@ -300,10 +336,15 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 	o->image = xstrdup(f->image);
 	struct buf b;
 	buf_init(&b, 0);
-	if (req.pooled) { /* fills the pool: an idle pod its shim (or a later render) leases */
+	if (req.pooled) { /* a pool pod leased for the render, made when none is idle */
+		if (p->holder == NULL) {
+			p->holder = fn_pool_holder();
+			p->lease_until = (long long)(epoch_ms() + (p->deadline - now_ms()) +
+			                             PRESTART_LEASE_SLACK_MS);
+		}
 		char key[17];
 		fn_pool_key_text(o->key, key);
-		struct pod_pool_meta m = {key, NULL, 0, (long long)epoch_ms()};
+		struct pod_pool_meta m = {key, p->holder, p->lease_until, 0};
 		pod_spec_build_pool(&req, &s, &m, &b);
 		o->to_pool = true;
 		if (!p->pooling) {
@@ -320,6 +361,24 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 	return 1;
 }
 
+static void offer_clear(struct offer *o)
+{
+	free(o->body);
+	free(o->image);
+	free(o->pod);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Whether o is a pool offer whose key has one already: kustomize runs the functions one
+ * after another, and each gives the pod back to the render for the next. */
+static bool pool_offer_made(const struct prestart *p, const struct offer *o)
+{
+	for (size_t i = 0; o->to_pool && i < p->n; i++)
+		if (p->offers[i].to_pool && p->offers[i].key == o->key)
+			return true;
+	return false;
+}
+
 int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t max,
                    bool allow_network, char *const *shim_env, struct kube_config *cfg,
                    struct err **err)
@@ -330,7 +389,14 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
 		const struct kfn *f = &fns[i];
 		if (f->has_mounts || (f->network && !allow_network))
 			continue;
-		p->n += (size_t)make_offer(p, f, allow_network, shim_env, &p->offers[p->n]);
+		if (make_offer(p, f, allow_network, shim_env, &p->offers[p->n]) == 0)
+			continue;
+		if (pool_offer_made(p,
+		                    &p->offers[p->n])) { /* the render's one pod serves them all */
+			offer_clear(&p->offers[p->n]);
+			continue;
+		}
+		p->n++;
 	}
 	if (p->n == 0)
 		return 0;
@@ -367,11 +433,8 @@ void prestart_end(struct prestart *p)
 		while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
-	for (size_t i = 0; i < p->n; i++) {
-		free(p->offers[i].body);
-		free(p->offers[i].image);
-		free(p->offers[i].pod);
-	}
+	for (size_t i = 0; i < p->n; i++)
+		offer_clear(&p->offers[i]);
 	if (p->dir) {
 		/* Claimed markers are all that can be left. */
 		cleanup_free char *claimed_dir = prestart_offer_claimed_dir(p->dir);
@@ -392,5 +455,6 @@ void prestart_end(struct prestart *p)
 	free(p->ns);
 	free(p->offers);
 	settings_clear(&p->pool);
+	free(p->holder);
 	free(p);
 }

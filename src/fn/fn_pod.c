@@ -42,6 +42,7 @@ struct fn_pod {
 	char *holder;
 	size_t pool_idle;
 	bool warm;
+	bool pool_offer; /* a pool pod leased by generate's janitor: given back to the offers */
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
 	unsigned stream_requests; /* WebSocket connections (not made through client) */
@@ -110,16 +111,7 @@ static int take_pooled(struct fn_pod *p, struct json **created, struct err **err
 	if (rc <= 0)
 		return rc;
 	p->name = xstrdup(json_str(json_path(*created, "metadata.name")));
-	/* It runs: its status says so, or it served a call already (the status trails the
-	 * runtime by up to a relist: a pod given back a moment ago may not show it yet). */
-	const struct json *cs = json_path(*created, "status.containerStatuses");
-	for (size_t i = 0; i < json_len(cs); i++)
-		if (json_path(json_at(cs, i), "state.running"))
-			p->warm = true;
-	const char *served = json_str(
-	        json_get(json_path(*created, "metadata.annotations"), POD_ANNOTATION_SERVED));
-	if (served && strcmp(served, "true") == 0)
-		p->warm = true;
+	p->warm = fn_pool_pod_runs(*created);
 	log_debug("warm pool: took %s/%s (%s)", p->ns, p->name,
 	          p->warm ? "it runs" : "it has not started yet");
 	return 1;
@@ -132,13 +124,16 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	(void)err;
 	if (p->s->prestart_dir == NULL)
 		return 0;
-	p->name = prestart_offer_claim(p->s->prestart_dir, fn_config_key(p->req, p->s),
+	uint64_t key = fn_config_key(p->req, p->s);
+	p->name = prestart_offer_claim(p->s->prestart_dir, key,
 	                               min64(p->start_deadline, p->deadline), p->cancel);
-	if (p->name) { /* a pod of its own: no lease to give back */
-		free(p->holder);
-		p->holder = NULL;
-	}
-	return p->name != NULL;
+	if (p->name == NULL)
+		return 0;
+	/* a pool pod the render leased (its janitor gives the lease back), or one of its own */
+	cleanup_free char *note = prestart_offer_note(p->s->prestart_dir, key, p->name);
+	p->pool_offer = note && strncmp(note, "pool ", 5) == 0;
+	p->warm = p->pool_offer && strstr(note, " warm") != NULL;
+	return 1;
 }
 
 /* A new pod. A full ResourceQuota frees up as other functions end: its refusal is waited
@@ -180,8 +175,8 @@ static int take_created(struct fn_pod *p, struct json **created, struct err **er
 }
 
 static const struct pod_source sources[] = {
-        {"taken from the warm pool", take_pooled},
         {"started ahead by generate", take_prestarted},
+        {"taken from the warm pool", take_pooled},
         {"created now", take_created},
 };
 
@@ -531,7 +526,13 @@ static int delete_pod(struct fn_pod *p, struct err **err)
  * the pool has fewer than KRMPOD_WARM_POOL_SIZE idle pods), any other is deleted. */
 static int end_pod(struct fn_pod *p, bool clean, struct err **err)
 {
-	if (p->holder == NULL)
+	if (p->pool_offer && clean &&
+	    prestart_offer_give_back(p->s->prestart_dir, fn_config_key(p->req, p->s), p->name) ==
+	            0) {
+		log_debug("warm pool: pod %s/%s given back to the render", p->ns, p->name);
+		return 0;
+	}
+	if (p->holder == NULL || p->pool_offer)
 		return delete_pod(p, err);
 	kube_client_set_cancel(p->client, NULL);
 	kube_client_set_deadline(p->client, now_ms() + DELETE_DEADLINE_MS);

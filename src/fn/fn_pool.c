@@ -64,6 +64,17 @@ static bool claimable(const struct json *pod)
 	return true;
 }
 
+bool fn_pool_pod_runs(const struct json *pod)
+{
+	const struct json *cs = json_path(pod, "status.containerStatuses");
+	for (size_t i = 0; i < json_len(cs); i++)
+		if (json_path(json_at(cs, i), "state.running"))
+			return true;
+	const char *served =
+	        json_str(json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_SERVED));
+	return served && strcmp(served, "true") == 0;
+}
+
 static bool is_idle(const struct json *pod)
 {
 	const char *v = json_str(json_get(json_path(pod, "metadata.labels"), POD_LABEL_POOL_STATE));

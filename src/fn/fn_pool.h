@@ -46,6 +46,11 @@ void fn_pool_key_text(uint64_t key, char out[17]);
 int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const char *holder,
                   long long lease_until_ms, struct json **pod, size_t *idle, struct err **err);
 
+/* Whether a pool pod taken runs: its status says so, or it served a call already (the
+ * status trails the runtime by up to a relist: a pod given back a moment ago may not say
+ * so yet). */
+bool fn_pool_pod_runs(const struct json *pod);
+
 /* Whether ns has room for one more pool pod (fewer than KRMPOD_WARM_POOL_MAX). */
 int fn_pool_room(struct kube_client *c, const struct settings *s, const char *ns, bool *room,
                  struct err **err);

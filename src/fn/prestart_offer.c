@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/fdio.h"
@@ -33,14 +34,44 @@ char *prestart_offer_claimed_dir(const char *dir)
 	return xasprintf("%s/claimed", dir);
 }
 
+void prestart_offer_write(const char *path, const char *note)
+{
+	/* not named like an offer or a marker while it is written: ".new." first */
+	cleanup_free char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash == NULL)
+		return;
+	*slash = '\0';
+	cleanup_free char *tmp = xasprintf("%s/.new.%s", dir, slash + 1);
+	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || fd_write_all(fd, note, strlen(note), tmp, NULL) < 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
 void prestart_offer_mark_pending(const char *path)
 {
-	cleanup_free char *tmp = xasprintf("%s.new", path);
 	char text[32];
-	int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, text, (size_t)n, tmp, NULL) < 0 || rename(tmp, path) < 0)
-		unlink(tmp);
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	prestart_offer_write(path, text);
+}
+
+char *prestart_offer_note(const char *dir, uint64_t key, const char *pod)
+{
+	cleanup_free char *path =
+	        xasprintf("%s/claimed/%016llx.%s", dir, (unsigned long long)key, pod);
+	char *text = NULL;
+	size_t len = 0;
+	if (buf_read_file(path, 4096, "offer", ERR_IO, &text, &len, NULL) < 0)
+		return NULL;
+	return text;
+}
+
+int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod)
+{
+	cleanup_free char *from =
+	        xasprintf("%s/claimed/%016llx.%s", dir, (unsigned long long)key, pod);
+	cleanup_free char *to = prestart_offer_path(dir, key, pod);
+	return rename(from, to);
 }
 
 /* Whether the janitor that wrote pending marker `path` still lives (and so will end the

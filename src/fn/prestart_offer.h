@@ -10,6 +10,11 @@
  *                    server a new one would only come later, and leave the offer unused;
  *   claimed/KEY.POD  an offer a shim took: rename(2) into claimed/ is atomic, so one pod
  *                    goes to one shim, and the pod is then that shim's to delete.
+ *
+ * A warm-pool pod (fn_pool.h) the janitor leased for the render is offered the same way,
+ * the file holding "pool HOLDER warm|cold": the shim that takes it does not delete it but,
+ * after a clean call, gives the offer back (renames it out of claimed/ again) for the next
+ * function of the same key; the janitor gives the lease back when the render is done.
  */
 #ifndef KRMPOD_PRESTART_OFFER_H
 #define KRMPOD_PRESTART_OFFER_H
@@ -27,6 +32,15 @@ char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until,
 /* Janitor side: writes the pending marker `path` holding this process's pid (atomically:
  * a shim never reads it half written). Best effort. */
 void prestart_offer_mark_pending(const char *path);
+
+/* Janitor side: writes an offer (note: its content, may be "") atomically. Best effort. */
+void prestart_offer_write(const char *path, const char *note);
+
+/* Shim side: the note of the offer it claimed (a new string, "" when none; NULL when it
+ * cannot be read), and the offer given back (renamed out of claimed/ again; -1 when it is
+ * not there). */
+char *prestart_offer_note(const char *dir, uint64_t key, const char *pod);
+int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod);
 
 /* The paths of the files above (new strings). */
 char *prestart_offer_path(const char *dir, uint64_t key, const char *pod);

@@ -240,3 +240,39 @@ def test_bad_pool_settings_are_named(pool, settings, message):
                  env=pool_env(pool, **settings))
     assert r.returncode == 125 and message.encode() in r.stderr, r.stderr.decode()
     assert pool.api_pods() == []
+
+
+def test_a_render_leases_once_and_its_functions_share_the_pod(pool, tmp_path):
+    """generate's prestart leases one pool pod per function pod key for the whole render
+    and offers it to its shims; each gives it back to the render after a clean call, so
+    three functions of one image make one pod, and a warm render costs its shims one request
+    (the exec) per function."""
+    app = tmp_path / "app3"
+    app.mkdir()
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- f0.yaml\n- f1.yaml\n- f2.yaml\n")
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n")
+    for i in range(3):
+        (app / ("f%d.yaml" % i)).write_text(
+            "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: f%d\n  annotations:\n"
+            "    config.kubernetes.io/function: |\n      container:\n"
+            "        image: example.com/fns/cat:v1\n" % i)
+    env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                          KRMPOD_WARM_POOL_IMAGES=POOLED))
+    before = len(pool.requests())
+    first = generate(app, env)
+    assert first.returncode == 0, first.stderr.decode()
+    assert len(creates(pool, before)) == 1, pool.requests()[before:]
+    [p] = pool_pods(pool)
+    assert state(p) == "idle", p["metadata"]
+    before = len(pool.requests())
+    second = generate(app, env)
+    assert second.returncode == 0 and second.stdout == first.stdout, second.stderr.decode()
+    assert creates(pool, before) == []
+    lines = re.findall(rb"pod=(\S+): image=\S+ .* exit=0 requests=(\d+)", second.stderr)
+    assert [(n.decode(), int(r)) for n, r in lines] == [(p["metadata"]["name"], 1)] * 3, \
+        second.stderr.decode()
+    # the render's own requests: one list, one lease, one given back, and three execs
+    reqs = [l for l in pool.requests()[before:] if "/kubesim/" not in l]
+    assert len([l for l in reqs if " PATCH " in l]) == 2, reqs
+    assert len([l for l in reqs if "/exec?" in l]) == 3, reqs
