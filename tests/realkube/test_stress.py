@@ -1,8 +1,10 @@
 """Opt-in (KRMPOD_REALKUBE_STRESS=N renders; not part of `make test`): a mounts function whose
-output is ~220 KB, rendered N times, every time byte for byte the direct run. On this
-cluster the attach of a pod with an init container now and then ends early (a Success
-status after 160-200 KB), kubectl's attach included, and krmpod then exits 0 with the
-output cut: kustomize refuses it only when the cut leaves invalid YAML. docs/testing.md."""
+output is ~220 KB, rendered N times. On this cluster the attach of a pod with an init
+container now and then ends early (a clean Success status after 160-200 KB), kubectl's attach
+included. krmpod's log check (docs/internals/pod-lifecycle.md, step 4) must turn every such
+cut into a failed render that says the output is incomplete: each render is byte for byte the
+direct run, or exits non-zero with that error; never exit 0 with other bytes. The counts are
+printed (docs/reliability.md)."""
 import os
 import re
 
@@ -22,11 +24,19 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path):
                     {"name": "from-mount", "dirs": "/data"})
     tree(app / "data", data)
     want = direct_build(app, tmp_path).stdout
-    bad = []
+    bad, exact, caught = [], 0, 0
     for i in range(RUNS):
         r = install.sidecar.render(app)
-        if r.returncode != 0 or r.stdout != want:
-            got = re.findall(r"exit=\d+", r.stderr.decode())
-            bad.append("run %d: exit %d, %d of %d bytes, function %s" % (
-                i, r.returncode, len(r.stdout), len(want), got))
-    assert not bad, "%d of %d renders incomplete:\n%s" % (len(bad), RUNS, "\n".join(bad))
+        err = r.stderr.decode(errors="replace")
+        if r.returncode == 0 and r.stdout == want:
+            exact += 1
+        elif r.returncode != 0 and "the function's output is incomplete" in err:
+            caught += 1
+        else:
+            got = re.findall(r"exit=\d+", err)
+            bad.append("run %d: exit %d, %d of %d bytes, function %s: %s" % (
+                i, r.returncode, len(r.stdout), len(want), got, err[-400:]))
+    print("\nrealkube stress: %d renders of a %d-byte mounts output: %d byte-exact, %d attach "
+          "cuts caught (exit non-zero, output incomplete), %d wrong" % (
+              RUNS, len(want), exact, caught, len(bad)))
+    assert not bad, "%d of %d renders wrong:\n%s" % (len(bad), RUNS, "\n".join(bad))

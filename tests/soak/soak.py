@@ -412,12 +412,15 @@ class Soak:
             if target and not m["delivered"] and m["missed"] is None:
                 if target in ("generate", "all") and now - t0 >= p["kill_delay_s"]:
                     if rc is None:
+                        # the request log's size before the signal: the DELETEs it causes can
+                        # be logged before this thread runs again (run 479 of seed 750361071)
+                        at = self.reqlog_size()
                         if target == "all":
                             os.killpg(gen.pid, sig)
                         else:
                             os.kill(gen.pid, sig)
                         m.update(delivered=True, t_signal=now, signal=sig, target=target,
-                                 reqlog_at=self.reqlog_size())
+                                 reqlog_at=at)
                     else:
                         m["missed"] = "generate had exited"
                 elif target == "shim":
@@ -426,9 +429,10 @@ class Soak:
                     elif m["shim_pid"] is not None and now - m["shim_seen"] >= p["kill_delay_s"]:
                         st = soaklib.proc_stat(m["shim_pid"])
                         if st and st[1] != "Z" and st[3] == gen.pid:
+                            at = self.reqlog_size()
                             os.kill(m["shim_pid"], sig)
                             m.update(delivered=True, t_signal=now, signal=sig, target="shim",
-                                     reqlog_at=self.reqlog_size())
+                                     reqlog_at=at)
                         else:
                             m["missed"] = "the shim had exited"
             # a SIGTERM's promise: no pod 2 s later
