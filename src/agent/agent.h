@@ -48,6 +48,10 @@ int agent_trailer_parse(const char *tail, size_t len, size_t *trailer_len,
 #define AGENT_BINARY_NAME "krmpod"
 #define AGENT_LOCK_NAME   ".krmpod-call.lock"
 
+/* After its trailer, a call waits at most this long for the container runtime to read what
+ * is still in its stdout and stderr pipes before it exits (agent_call.c, wait_drained). */
+#define AGENT_DRAIN_MS 2000
+
 /* What a call runs: the header line, one JSON object {"argv": [...], "env": ["K=V", ...]}
  * ended by '\n', at most LIMIT_CALL_HEADER bytes. argv has at least one non-empty string;
  * every env entry has a non-empty name without '='. */

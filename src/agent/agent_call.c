@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,6 +357,24 @@ static int spawn_and_relay(const struct agent_call_header *h, const char *home, 
 	return rc;
 }
 
+/* Waits (until `until`) while what was written to fd is still in its pipe. The container
+ * runtime reads an exec's stdout and stderr from pipes, and containerd can tear them down
+ * when the process exits with the last chunk still in them (its exit-time race: the tail
+ * of a large output lost, in the attach and the pod log alike, seen on the real-cluster
+ * tier). Exiting only once the reader took everything keeps the tail; the trailer still
+ * catches what is lost after that. Not a pipe (a file, a socket in tests): nothing to do. */
+static void wait_drained(int fd, int64_t until)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return;
+	int queued = 0;
+	while (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0 && mono_ms() < until) {
+		struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+		nanosleep(&pause, NULL);
+	}
+}
+
 static int run_call(const char *workdir, int wfd, const struct agent_call_header *h, int in_fd,
                     int out_fd, int err_fd, int *exit_code, struct err **err)
 {
@@ -380,6 +400,9 @@ static int run_call(const char *workdir, int wfd, const struct agent_call_header
 	if (rc == 0)
 		dprintf(err_fd, AGENT_TRAILER_PREFIX "out=%llu err=%llu exit=%d\n", n_out, n_err,
 		        *exit_code);
+	int64_t until = mono_ms() + AGENT_DRAIN_MS;
+	wait_drained(out_fd, until);
+	wait_drained(err_fd, until);
 	return rc;
 }
 

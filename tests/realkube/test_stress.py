@@ -17,7 +17,11 @@ RUNS = int(os.environ.get("KRMPOD_REALKUBE_STRESS", "0") or 0)
 
 
 @pytest.mark.skipif(RUNS <= 0, reason="set KRMPOD_REALKUBE_STRESS=N to run it N times")
-def test_large_mount_output_is_complete_every_time(install, tmp_path):
+@pytest.mark.parametrize("mode", ["attach", "exec"])
+def test_large_mount_output_is_complete_every_time(install, tmp_path, mode, request):
+    env = {"KRMPOD_LOG_LEVEL": "debug"}
+    if mode == "exec":
+        env.update(request.getfixturevalue("exec_mode"))
     data = dict(MOUNT_DATA, **{"big.txt": "".join(
         "line %06d of a file that spans several chunks\n" % i for i in range(4000))})
     app = mount_app(tmp_path, [("bind", "./data", "/data", False)],
@@ -26,7 +30,7 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path):
     want = direct_build(app, tmp_path).stdout
     bad, exact, caught = [], 0, 0
     for i in range(RUNS):
-        r = install.sidecar.render(app)
+        r = install.sidecar.render(app, env)
         err = r.stderr.decode(errors="replace")
         if r.returncode == 0 and r.stdout == want:
             exact += 1
@@ -35,8 +39,9 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path):
         else:
             got = re.findall(r"exit=\d+", err)
             bad.append("run %d: exit %d, %d of %d bytes, function %s: %s" % (
-                i, r.returncode, len(r.stdout), len(want), got, err[-400:]))
-    print("\nrealkube stress: %d renders of a %d-byte mounts output: %d byte-exact, %d attach "
-          "cuts caught (exit non-zero, output incomplete), %d wrong" % (
-              RUNS, len(want), exact, caught, len(bad)))
+                i, r.returncode, len(r.stdout), len(want), got,
+                "\n".join(l for l in err.splitlines() if "pod spec" not in l)[-3000:]))
+    print("\nrealkube stress, %s mode: %d renders of a %d-byte mounts output: %d byte-exact, "
+          "%d cuts caught (exit non-zero, output incomplete), %d wrong" % (
+              mode, RUNS, len(want), exact, caught, len(bad)))
     assert not bad, "%d of %d renders wrong:\n%s" % (len(bad), RUNS, "\n".join(bad))

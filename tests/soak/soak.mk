@@ -30,5 +30,5 @@ load: test-deps build/krmpod
 else
 load: test-deps build/krmpod build/realkube/argocd-cmp-server
 	KRMPOD_REALKUBE_LOAD=$(LOAD_REALKUBE) REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod \
-	  $(PYTHON) -m pytest -q tests/realkube/test_load.py
+	  $(PYTHON) -m pytest -q -s tests/realkube/test_load.py
 endif

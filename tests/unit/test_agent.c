@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -234,6 +237,54 @@ TEST(call_does_not_wait_for_a_background_process_holding_stdout)
 	fd_remove_tree(work, "test", NULL);
 }
 
+/* The reader of a call's stdout (the container runtime) takes its time: the call returns
+ * only once the pipe is empty, so that nothing is left in it when the process exits. */
+TEST(call_waits_until_its_output_pipe_is_read)
+{
+	char work[] = "/tmp/krmpod-agent-work-XXXXXX";
+	CHECK(mkdtemp(work) != NULL);
+	int p[2];
+	CHECK(pipe(p) == 0);
+	pid_t reader = fork();
+	CHECK(reader >= 0);
+	if (reader == 0) { /* starts reading 300 ms late, then reads everything */
+		close(p[1]);
+		usleep(300 * 1000);
+		char chunk[4096];
+		while (read(p[0], chunk, sizeof(chunk)) > 0)
+			usleep(1000);
+		_exit(0);
+	}
+	close(p[0]);
+	char in_path[] = "/tmp/krmpod-agent-in-XXXXXX", err_path[] = "/tmp/krmpod-agent-err-XXXXXX";
+	int in = mkstemp(in_path), errfd = mkstemp(err_path);
+	unlink(in_path);
+	unlink(err_path);
+	/* 40000 bytes fit in the pipe (64 KiB): the function ends at once, its output unread */
+	const char *header = "{\"argv\":[\"/bin/sh\",\"-c\",\"head -c 40000 /dev/zero\"]}\n";
+	CHECK(write(in, header, strlen(header)) == (ssize_t)strlen(header));
+	lseek(in, 0, SEEK_SET);
+	struct err *e = NULL;
+	int exit_code = -1;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_INT(agent_call(work, in, p[1], errfd, &exit_code, &e), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	err_free(e);
+	CHECK_INT(exit_code, 0);
+	int queued = -1;
+	CHECK(ioctl(p[1], FIONREAD, &queued) == 0);
+	CHECK_INT(queued, 0); /* nothing left in the pipe when the call returned */
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	CHECK(ms >= 250 && ms < AGENT_DRAIN_MS);
+	close(p[1]);
+	int status = 0;
+	CHECK(waitpid(reader, &status, 0) == reader && WIFEXITED(status));
+	close(in);
+	close(errfd);
+	fd_remove_tree(work, "test", NULL);
+}
+
 int main(void)
 {
 	RUN(header_round_trip);
@@ -243,5 +294,6 @@ int main(void)
 	RUN(call_exit_codes);
 	RUN(call_refuses_a_second_call_at_once);
 	RUN(call_does_not_wait_for_a_background_process_holding_stdout);
+	RUN(call_waits_until_its_output_pipe_is_read);
 	return check_summary();
 }
