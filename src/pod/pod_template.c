@@ -61,6 +61,27 @@ static int check_security_context(const struct json *sc, const char *what, const
 	return 0;
 }
 
+/* The lists krmpod reads element by element (and extends, for volumes) must be lists of
+ * mappings: a mapping's values would be read, and written, as if they were its elements
+ * (tests/fuzz/crashes/pod_template/volumes-mapping). */
+static int check_lists(const struct json *spec, const char *what, struct err **err)
+{
+	static const char *lists[] = {"containers", "initContainers", "volumes"};
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		const struct json *a = json_get(spec, lists[l]);
+		if (a == NULL || json_type(a) == JSON_NULL)
+			continue;
+		if (json_type(a) != JSON_ARRAY)
+			return err_set(err, ERR_CONFIG, "%s: spec.%s is not a list", what,
+			               lists[l]);
+		for (size_t i = 0; i < json_len(a); i++)
+			if (json_type(json_at(a, i)) != JSON_OBJECT)
+				return err_set(err, ERR_CONFIG, "%s: spec.%s[%zu] is not a mapping",
+				               what, lists[l], i);
+	}
+	return 0;
+}
+
 int pod_template_check(const struct json *tmpl, const char *what, struct err **err)
 {
 	if (json_type(tmpl) != JSON_OBJECT)
@@ -87,6 +108,8 @@ int pod_template_check(const struct json *tmpl, const char *what, struct err **e
 			return err_set(err, ERR_CONFIG, "%s: metadata.labels.%s is not a string",
 			               what, json_key_at(labels, i));
 	const struct json *spec = json_get(tmpl, "spec");
+	if (check_lists(spec, what, err) < 0)
+		return -1;
 	static const char *host[] = {"hostNetwork", "hostPID", "hostIPC"};
 	for (size_t i = 0; i < 3; i++) {
 		char field[64];

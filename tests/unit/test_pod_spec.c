@@ -158,6 +158,39 @@ TEST(generate_name)
 	free(n);
 }
 
+/* A template whose containers or volumes are not lists of mappings is refused: the values of
+ * a mapping were written as the pod's volumes (tests/fuzz/crashes/pod_template/
+ * volumes-mapping). */
+TEST(template_lists_must_be_lists_of_mappings)
+{
+	static const struct {
+		const char *yaml, *msg;
+	} bad[] = {
+	        {"spec: {volumes: {drop: [ALL]}}\n", "spec.volumes is not a list"},
+	        {"spec: {volumes: [[a]]}\n", "spec.volumes[0] is not a mapping"},
+	        {"spec: {containers: {fn: {image: x}}}\n", "spec.containers is not a list"},
+	        {"spec: {initContainers: x}\n", "spec.initContainers is not a list"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct settings s = unit_settings(299500);
+		struct json *doc = NULL;
+		CHECK_INT(json_parse(bad[i].yaml, strlen(bad[i].yaml), "t", &doc, NULL), 0);
+		struct err *e = NULL;
+		CHECK_INT(pod_template_adopt(&s, doc, "template t", &e), -1);
+		CHECK_CONTAINS(e ? e->msg : NULL, bad[i].msg);
+		CHECK_CONTAINS(e ? e->msg : NULL, "template t");
+		err_free(e);
+		CHECK(s.template_doc == NULL);
+	}
+	/* an empty list and null stay fine */
+	const char *good = "spec: {volumes: [], containers: null}\n";
+	struct settings s = unit_settings(299500);
+	struct json *doc = NULL;
+	CHECK_INT(json_parse(good, strlen(good), "t", &doc, NULL), 0);
+	CHECK_INT(pod_template_adopt(&s, doc, "template t", NULL), 0);
+	json_free(s.template_doc); /* unit_settings: the strings are literals */
+}
+
 /* A template whose labels or annotations are a list (not a mapping) is refused; writing the
  * pod from it read a NULL key (tests/fuzz/crashes/pod_template/annotations-list). */
 TEST(template_metadata_must_be_mappings)
@@ -196,5 +229,6 @@ int main(void)
 	RUN(stdin_only_with_i);
 	RUN(generate_name);
 	RUN(template_metadata_must_be_mappings);
+	RUN(template_lists_must_be_lists_of_mappings);
 	return check_summary();
 }
