@@ -14,11 +14,11 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/fdio.h"
 #include "base/json.h"
 #include "base/size_limits.h"
@@ -291,13 +291,6 @@ static bool relay_some(struct relay *r, char *chunk, size_t size)
 	return true;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Relays both outputs until both end, or DRAIN_AFTER_EXIT_MS after the function exited;
  * *status is its wait status. */
 static int relay_until_exit(pid_t pid, struct relay *out, struct relay *errr, int *status,
@@ -320,8 +313,8 @@ static int relay_until_exit(pid_t pid, struct relay *out, struct relay *errr, in
 			}
 		}
 		if (exited_at < 0 && waitpid(pid, status, WNOHANG) == pid)
-			exited_at = mono_ms();
-		if (exited_at >= 0 && mono_ms() - exited_at > DRAIN_AFTER_EXIT_MS)
+			exited_at = now_ms();
+		if (exited_at >= 0 && now_ms() - exited_at > DRAIN_AFTER_EXIT_MS)
 			break;
 	}
 	return exited_at >= 0 ? 0 : wait_function(pid, status, err);
@@ -369,10 +362,8 @@ static void wait_drained(int fd, int64_t until)
 	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
 		return;
 	int queued = 0;
-	while (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0 && mono_ms() < until) {
-		struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
-		nanosleep(&pause, NULL);
-	}
+	while (ioctl(fd, FIONREAD, &queued) == 0 && queued > 0 && now_ms() < until)
+		sleep_ms(1, NULL);
 }
 
 static int run_call(const char *workdir, int wfd, const struct agent_call_header *h, int in_fd,
@@ -400,7 +391,7 @@ static int run_call(const char *workdir, int wfd, const struct agent_call_header
 	if (rc == 0)
 		dprintf(err_fd, AGENT_TRAILER_PREFIX "out=%llu err=%llu exit=%d\n", n_out, n_err,
 		        *exit_code);
-	int64_t until = mono_ms() + AGENT_DRAIN_MS;
+	int64_t until = now_ms() + AGENT_DRAIN_MS;
 	wait_drained(out_fd, until);
 	wait_drained(err_fd, until);
 	return rc;

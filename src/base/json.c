@@ -58,7 +58,7 @@ static void add_child(struct json *parent, char *key, struct json *child)
 	parent->items[parent->n++] = child;
 }
 
-static bool is_number(const char *s)
+bool json_plain_is_number(const char *s)
 {
 	const char *p = s;
 	if (*p == '-' || *p == '+')
@@ -91,7 +91,7 @@ static struct json *scalar_node(const yaml_event_t *ev)
 		         strcmp(v, "True") == 0 || strcmp(v, "False") == 0 ||
 		         strcmp(v, "TRUE") == 0 || strcmp(v, "FALSE") == 0)
 			t = JSON_BOOL;
-		else if (is_number(v))
+		else if (json_plain_is_number(v))
 			t = JSON_NUMBER;
 	}
 	struct json *j = node_new(t);

@@ -56,6 +56,9 @@ const char *json_scalar(const struct json *j);
 bool json_int(const struct json *j, long long *out);
 /* Boolean value of a JSON_BOOL node; false otherwise (and *out untouched). */
 bool json_bool(const struct json *j, bool *out);
+/* Whether the reader types the untagged plain scalar s as a number (YAML's core schema:
+ * decimal and exponent forms only, not inf, nan or hex). */
+bool json_plain_is_number(const char *s);
 
 /* --- Writing -------------------------------------------------------------------------
  * A streaming JSON writer into a struct buf. Commas are inserted automatically; keys are

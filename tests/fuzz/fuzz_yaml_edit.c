@@ -123,25 +123,6 @@ static bool read_stream(const char *text, size_t len, struct nodes *ns)
 	return ok;
 }
 
-/* What json.c makes of a plain scalar (base/json.c, scalar_node). */
-static bool is_number(const char *s)
-{
-	const char *p = s;
-	if (*p == '-' || *p == '+')
-		p++;
-	if (*p == '\0')
-		return false;
-	char *end = NULL;
-	strtod(p, &end);
-	if (end == p || *end != '\0')
-		return false;
-	for (const char *q = p; *q; q++)
-		if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' ||
-		      *q == '-' || *q == '+'))
-			return false;
-	return true;
-}
-
 /* The type a reader gives a scalar: 'n'ull, 'b'ool, 'd'igits, 's'tring, or 't'agged. An
  * implicit plain scalar (untagged, or with the non-specific tag "!") is typed by its text,
  * a quoted one is a string (json.c; go-yaml v3 reads them so too). */
@@ -159,7 +140,7 @@ static char kind_of(const struct node *x)
 	for (size_t i = 0; i < 6; i++)
 		if (strcmp(x->value, bools[i]) == 0)
 			return 'b';
-	return is_number(x->value) ? 'd' : 's';
+	return json_plain_is_number(x->value) ? 'd' : 's';
 }
 
 static bool same_str(const char *a, const char *b)

@@ -110,18 +110,23 @@ struct call_result {
 	char msg[512];
 };
 
+/* An unlinked temporary file holding `a` then `b`, at offset 0. */
+static int temp_file(const char *a, const char *b)
+{
+	char path[] = "/tmp/krmpod-agent-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	CHECK(write(fd, a, strlen(a)) == (ssize_t)strlen(a));
+	CHECK(write(fd, b, strlen(b)) == (ssize_t)strlen(b));
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
 /* Runs a call in workdir with stdin `header` + `input`. */
 static void call(const char *workdir, const char *header, const char *input, struct call_result *r)
 {
-	char in_path[] = "/tmp/krmpod-agent-in-XXXXXX", out_path[] = "/tmp/krmpod-agent-out-XXXXXX",
-	     err_path[] = "/tmp/krmpod-agent-err-XXXXXX";
-	int in = mkstemp(in_path), out = mkstemp(out_path), errfd = mkstemp(err_path);
-	unlink(in_path);
-	unlink(out_path);
-	unlink(err_path);
-	CHECK(write(in, header, strlen(header)) == (ssize_t)strlen(header));
-	CHECK(write(in, input, strlen(input)) == (ssize_t)strlen(input));
-	lseek(in, 0, SEEK_SET);
+	int in = temp_file(header, input), out = temp_file("", ""), errfd = temp_file("", "");
 	struct err *e = NULL;
 	r->rc = agent_call(workdir, in, out, errfd, &r->exit_code, &e);
 	snprintf(r->msg, sizeof(r->msg), "%.400s", e ? e->msg : "");
@@ -256,14 +261,9 @@ TEST(call_waits_until_its_output_pipe_is_read)
 		_exit(0);
 	}
 	close(p[0]);
-	char in_path[] = "/tmp/krmpod-agent-in-XXXXXX", err_path[] = "/tmp/krmpod-agent-err-XXXXXX";
-	int in = mkstemp(in_path), errfd = mkstemp(err_path);
-	unlink(in_path);
-	unlink(err_path);
 	/* 40000 bytes fit in the pipe (64 KiB): the function ends at once, its output unread */
-	const char *header = "{\"argv\":[\"/bin/sh\",\"-c\",\"head -c 40000 /dev/zero\"]}\n";
-	CHECK(write(in, header, strlen(header)) == (ssize_t)strlen(header));
-	lseek(in, 0, SEEK_SET);
+	int in = temp_file("{\"argv\":[\"/bin/sh\",\"-c\",\"head -c 40000 /dev/zero\"]}\n", "");
+	int errfd = temp_file("", "");
 	struct err *e = NULL;
 	int exit_code = -1;
 	struct timespec t0, t1;

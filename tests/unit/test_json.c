@@ -119,10 +119,28 @@ TEST(deep_documents_are_written)
 	err_free(e);
 }
 
+/* The plain scalars read as numbers are YAML's core-schema ones; strtod's other forms stay
+ * strings (the fuzz target for yaml_edit predicts types with the same function). */
+TEST(plain_numbers_are_the_core_schema_ones)
+{
+	static const char *const numbers[] = {"0", "-1", "+2", "3.5", "1e9", "-2.5E-3"};
+	static const char *const strings[] = {"", "-", "inf", "nan", "0x1f", "1_000", "1.2.3x"};
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++)
+		CHECK(json_plain_is_number(numbers[i]));
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+		CHECK(!json_plain_is_number(strings[i]));
+	struct json *j = NULL;
+	CHECK_INT(json_parse("{a: 1e9, b: inf}", 16, "t", &j, NULL), 0);
+	CHECK(json_type(json_get(j, "a")) == JSON_NUMBER);
+	CHECK(json_type(json_get(j, "b")) == JSON_STRING);
+	json_free(j);
+}
+
 int main(void)
 {
 	RUN(characters_yaml_reads_otherwise_are_escaped);
 	RUN(keys_libyaml_could_not_read_back_are_refused);
 	RUN(deep_documents_are_written);
+	RUN(plain_numbers_are_the_core_schema_ones);
 	return check_summary();
 }
