@@ -279,16 +279,39 @@ int fn_pod_init_cannot_start(const struct fn_pod *p, const struct pod_state *st,
 	if (st->init_name[0] == '\0' || st->init_cstate != CS_WAITING ||
 	    !pod_waiting_is_fatal(st->init_reason, ud, now, recheck))
 		return 0;
-	bool ours = strcmp(st->init_name, POD_AGENT_CONTAINER_NAME) == 0 ||
-	            strcmp(st->init_name, POD_MOUNTS_CONTAINER_NAME) == 0;
-	err_set(err, ERR_POD,
-	        "function %s: the init container %s of pod %s/%s cannot start: %s: %s%s%s%s",
-	        p->req->image, st->init_name, p->ns, p->name, st->init_reason,
+	bool agent = strcmp(st->init_name, POD_AGENT_CONTAINER_NAME) == 0;
+	bool ours = agent || strcmp(st->init_name, POD_MOUNTS_CONTAINER_NAME) == 0;
+	err_set(err, ERR_POD, "function %s: the %s %s of pod %s/%s cannot start: %s: %s%s%s%s",
+	        p->req->image, agent ? "installer container" : "init container", st->init_name,
+	        p->ns, p->name, st->init_reason,
 	        st->init_message[0] ? st->init_message : "(no message)",
 	        ours ? " (its image is KRMPOD_HELPER_IMAGE=" : "", ours ? p->s->helper_image : "",
 	        ours ? ": it must be krmpod's own image, pullable by the nodes)" : "");
 	snprintf((*err)->reason, sizeof((*err)->reason), "%s", st->init_reason);
 	return 1;
+}
+
+/* An exec-mode pod whose function container ended before any call: `krmpod hold` could not
+ * run (the installer container failed, its message says why) or was killed. */
+static int exec_pod_ended(struct fn_pod *p, const struct pod_state *st, struct err **err)
+{
+	char why[512] = "";
+	if (strcmp(st->init_name, POD_AGENT_CONTAINER_NAME) == 0)
+		snprintf(
+		        why, sizeof(why),
+		        "; the installer container %s failed (%s): its image is "
+		        "KRMPOD_HELPER_IMAGE=%s, which must be krmpod's own image, pullable by the "
+		        "nodes",
+		        st->init_name, st->init_reason[0] ? st->init_reason : "no reason",
+		        p->s->helper_image ? p->s->helper_image : "");
+	err_set(err, ERR_POD,
+	        "function %s: pod %s/%s: the function container ended (%s, exit code %d: %.500s) "
+	        "before its call%s",
+	        p->req->image, p->ns, p->name, st->c_reason[0] ? st->c_reason : "no reason",
+	        st->exit_code, st->c_message[0] ? st->c_message : "no message", why);
+	snprintf((*err)->reason, sizeof((*err)->reason), "%s",
+	         st->c_reason[0] ? st->c_reason : "Terminated");
+	return -1;
 }
 
 /* fn_pod_wait_started's condition; ud is the ErrImagePull clock (pod_waiting_is_fatal). */
@@ -297,6 +320,8 @@ static int is_started(struct fn_pod *p, const struct pod_state *st, int64_t now,
 {
 	/* The kubelet's Started event comes up to a relist (~1 s) before the status:
 	 * attaching then is the early attach (pod-lifecycle.md). */
+	if (st->cstate == CS_TERMINATED && p->req->exec_argv)
+		return exec_pod_ended(p, st, err);
 	if (st->cstate == CS_RUNNING || st->cstate == CS_TERMINATED || st->started_event)
 		return 1;
 	if (st->deleted)

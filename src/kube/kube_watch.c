@@ -153,6 +153,31 @@ static void decode_init(const struct json *statuses, struct pod_state *out)
 	out->init_done = json_len(statuses) > 0;
 }
 
+/* Another container of the pod, started before `container` (exec mode's installer), that
+ * waits or failed: reported as init_* (pod_state's comment). */
+static void decode_beside(const struct json *statuses, const char *container, struct pod_state *out)
+{
+	for (size_t i = 0; i < json_len(statuses); i++) {
+		const struct json *cs = json_at(statuses, i);
+		const char *name = json_str(json_get(cs, "name"));
+		if (name == NULL || strcmp(name, container) == 0)
+			continue;
+		int code = 0;
+		char reason[64] = "", message[2048] = "";
+		enum container_state st =
+		        decode_cstate(cs, reason, sizeof(reason), message, sizeof(message), &code);
+		if (!(st == CS_WAITING && reason[0] && strcmp(reason, "ContainerCreating") != 0) &&
+		    !(st == CS_TERMINATED && code != 0))
+			continue;
+		copy_str(out->init_name, sizeof(out->init_name), name);
+		out->init_cstate = st;
+		out->init_exit_code = code;
+		memcpy(out->init_reason, reason, sizeof(reason));
+		memcpy(out->init_message, message, sizeof(message));
+		return;
+	}
+}
+
 void pod_state_decode(const struct json *pod, const char *container, struct pod_state *out)
 {
 	int64_t t_scheduled = out->t_scheduled, t_running = out->t_running;
@@ -196,6 +221,8 @@ void pod_state_decode(const struct json *pod, const char *container, struct pod_
 		out->scheduled = true;
 
 	decode_init(json_get(status, "initContainerStatuses"), out);
+	if (out->init_name[0] == '\0')
+		decode_beside(json_get(status, "containerStatuses"), container, out);
 
 	const struct json *cs = find_container(json_get(status, "containerStatuses"), container);
 	if (cs == NULL)

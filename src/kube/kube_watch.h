@@ -40,7 +40,9 @@ struct pod_state {
 	/* Init containers (the mounts helper): init_done when the pod has init container
 	 * statuses and all of them terminated with exit code 0. Otherwise init_name names the
 	 * first one that has not (empty when the pod reports no init containers), with its
-	 * state, reason, message and exit code. */
+	 * state, reason, message and exit code. Without such an init container, init_name may
+	 * name another of the pod's containers (exec mode's installer) that waits for a
+	 * reason (other than ContainerCreating) or terminated with a non-zero code. */
 	bool init_done;
 	char init_name[64];
 	enum container_state init_cstate;

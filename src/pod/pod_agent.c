@@ -18,7 +18,11 @@ static void write_mount(struct jw *w, const char *volume, const char *path, bool
 	jw_obj_end(w);
 }
 
-void pod_agent_write_init_container(struct jw *w, const struct settings *s)
+/* The installer runs first among the pod's containers: the kubelet starts them one after
+ * another in one sync and runs a postStart hook before it starts the next container, so the
+ * binary is in place when the function container starts, without the relist (~1 s) an init
+ * container's end waits for (docs/internals/exec-mode.md). */
+void pod_agent_write_container(struct jw *w, const struct settings *s)
 {
 	jw_obj_begin(w);
 	jw_kv_str(w, "name", POD_AGENT_CONTAINER_NAME);
@@ -26,10 +30,24 @@ void pod_agent_write_init_container(struct jw *w, const struct settings *s)
 	jw_key(w, "command");
 	jw_arr_begin(w);
 	jw_str(w, "krmpod");
+	jw_str(w, "hold");
+	jw_arr_end(w);
+	jw_key(w, "lifecycle");
+	jw_obj_begin(w);
+	jw_key(w, "postStart");
+	jw_obj_begin(w);
+	jw_key(w, "exec");
+	jw_obj_begin(w);
+	jw_key(w, "command");
+	jw_arr_begin(w);
+	jw_str(w, "krmpod");
 	jw_str(w, "install-self");
 	jw_str(w, POD_AGENT_BIN_DIR);
 	jw_arr_end(w);
-	pod_container_write_helper_resources(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	pod_container_write_agent_resources(w);
 	pod_container_write_security_context(w, false);
 	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
 	jw_key(w, "volumeMounts");

@@ -1,8 +1,11 @@
 /* pod_agent.h — the parts of an exec-mode function pod (docs/internals/exec-mode.md; the
  * names are in pod_names.h). Called by pod_spec.c for a request with exec_argv.
  *
- *   - the init container "krmpod" (KRMPOD_HELPER_IMAGE, krmpod's own image) runs
- *     `krmpod install-self /krmpod/bin` into the emptyDir "krmpod-bin";
+ *   - the container "krmpod" (KRMPOD_HELPER_IMAGE, krmpod's own image), first among the
+ *     pod's containers, runs `krmpod hold`; its postStart hook runs
+ *     `krmpod install-self /krmpod/bin` into the emptyDir "krmpod-bin". The kubelet starts
+ *     the next container only when the hook is done, and in the same sync: no relist wait,
+ *     as an init container would have;
  *   - the function container runs `/krmpod/bin/krmpod hold` instead of the image's
  *     entrypoint, without stdin, with "krmpod-bin" read-only at /krmpod/bin and the
  *     emptyDir "krmpod-work" at /krmpod/work (each call's HOME and TMPDIR live there);
@@ -16,8 +19,8 @@
 #include "base/json.h"
 #include "config/settings.h"
 
-/* Writes the install init container (an element of "initContainers"). */
-void pod_agent_write_init_container(struct jw *w, const struct settings *s);
+/* Writes the installer container (an element of "containers", before the function's). */
+void pod_agent_write_container(struct jw *w, const struct settings *s);
 
 /* Writes the function container's "command" (hold). */
 void pod_agent_write_command(struct jw *w);

@@ -21,5 +21,7 @@ void pod_container_write_attach_fields(struct jw *w, bool stdin_);
 /* Writes "resources" for krmpod's own init containers: they only copy bytes (10m/16Mi
  * requested, 500m/64Mi at most). */
 void pod_container_write_helper_resources(struct jw *w);
+/* The "resources" key of exec mode's installer container, which runs as long as the pod. */
+void pod_container_write_agent_resources(struct jw *w);
 
 #endif

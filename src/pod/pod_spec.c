@@ -219,19 +219,15 @@ static void write_args_and_env(struct jw *w, const struct fn_request *req)
 	jw_arr_end(w);
 }
 
-/* krmpod's init containers: the agent's (exec mode), then the mounts'. */
+/* krmpod's init container: the mounts'. */
 static void write_init_containers(struct jw *w, const struct fn_request *req,
                                   const struct settings *s)
 {
-	bool mounts = pod_mounts_need_helper(req);
-	if (req->exec_argv == NULL && !mounts)
+	if (!pod_mounts_need_helper(req))
 		return;
 	jw_key(w, "initContainers");
 	jw_arr_begin(w);
-	if (req->exec_argv)
-		pod_agent_write_init_container(w, s);
-	if (mounts)
-		pod_mounts_write_init_container(w, req, s);
+	pod_mounts_write_init_container(w, req, s);
 	jw_arr_end(w);
 }
 
@@ -310,6 +306,8 @@ void pod_spec_build_pool(const struct fn_request *req, const struct settings *s,
 	write_init_containers(&w, req, s);
 	jw_key(&w, "containers");
 	jw_arr_begin(&w);
+	if (req->exec_argv)
+		pod_agent_write_container(&w, s);
 	write_container(&w, req, s);
 	jw_arr_end(&w);
 	write_volumes(&w, req, s);

@@ -80,8 +80,14 @@ def shim_dir(tmp_path):
 # fixtures' image configs (registrylib.FixtureRegistry) under the name example.com.
 TEST_MODE = os.environ.get("KRMPOD_TEST_MODE", "attach")
 EXEC_MODE = TEST_MODE == "exec"
-# What the mode adds to a pod: exec mode's init container (installs krmpod) comes first.
-MODE_INIT_CONTAINERS = ["krmpod"] if EXEC_MODE else []
+# What the mode adds to a pod: exec mode's installer container comes first, before "fn".
+MODE_CONTAINERS = ["krmpod", "fn"] if EXEC_MODE else ["fn"]
+
+
+def fn_container(spec):
+    """The function's container of a pod spec (exec mode puts the installer before it)."""
+    assert [c["name"] for c in spec["containers"]] == MODE_CONTAINERS, spec["containers"]
+    return spec["containers"][-1]
 # What a function sees besides what its config names, by mode: kubesim's runtime adds PATH
 # and HOSTNAME (the shell PWD, SHLVL, _); exec mode gives each call its own HOME and
 # TMPDIR, and its pod mounts volumes, which kubesim maps in KUBESIM_VOLUME_MAP.

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from conftest import (EXEC_MODE, MODE_INIT_CONTAINERS, RUNTIME_ENV, IMAGES, KRMPOD_BIN, ROOT, in_cluster_env, kustomize,
+from conftest import (EXEC_MODE, fn_container, RUNTIME_ENV, IMAGES, KRMPOD_BIN, ROOT, in_cluster_env, kustomize,
                       no_sanitizer_reports)
 
 APP = os.path.join(ROOT, "tests", "fixtures", "kustomize", "transform-generate")
@@ -411,7 +411,7 @@ def test_per_function_resource_overrides(kubesim, tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     specs = pod_specs(r.stderr)
     assert len(specs) == 1
-    res = specs[0]["spec"]["containers"][0]["resources"]
+    res = fn_container(specs[0]["spec"])["resources"]
     assert res == {"requests": {"cpu": "100m", "memory": "64Mi"},
                    "limits": {"cpu": "1500m", "memory": "1Gi"}}, res
     # a lower limit than the request lowers the request too
@@ -419,7 +419,7 @@ def test_per_function_resource_overrides(kubesim, tmp_path):
     r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_MAX_CPU_LIMIT="2",
                               KRMPOD_LOG_LEVEL="debug"))
     assert r.returncode == 0, r.stderr.decode()
-    res = pod_specs(r.stderr)[0]["spec"]["containers"][0]["resources"]
+    res = fn_container(pod_specs(r.stderr)[0]["spec"])["resources"]
     assert res["limits"]["memory"] == "32Mi" and res["requests"]["memory"] == "32Mi", res
     # a bad value is named
     (app / "fn.yaml").write_text(fn.replace("1Gi", "lots"))
@@ -464,7 +464,7 @@ def test_sidecar_renders_mounts_and_network_functions(kubesim, tmp_path):
     assert net["spec"]["hostNetwork"] is False
     gen = specs["example.com/fns/read-mount:v1"]
     assert gen["metadata"]["labels"]["krmpod.dev/network"] == "none"
-    assert [c["name"] for c in gen["spec"]["initContainers"]] == MODE_INIT_CONTAINERS + ["mounts"]
+    assert [c["name"] for c in gen["spec"]["initContainers"]] == ["mounts"]
 
 
 def test_prestart_claims_and_cleans_up(kubesim, tmp_path):

@@ -33,7 +33,7 @@ import time
 
 import pytest
 
-from conftest import EXEC_MODE, MODE_INIT_CONTAINERS, HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
+from conftest import EXEC_MODE, fn_container, HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
 
 from kptlib import (GROUP_ID, KPT, KPTFILE, RESOURCES, USER_ID, assert_same, chown_tree,
                     docker_dir, hermetic_env, kpt, tree)
@@ -189,9 +189,9 @@ def test_eval_network_mount_env_as_current_user(kubesim, shared_root):
     assert pods[0]["metadata"]["labels"]["krmpod.dev/network"] == "granted", pods[0]
     assert (spec["securityContext"]["runAsUser"],
             spec["securityContext"]["runAsGroup"]) == (USER_ID, GROUP_ID), spec
-    assert [c["name"] for c in spec["initContainers"]] == MODE_INIT_CONTAINERS + ["mounts"], spec
+    assert [c["name"] for c in spec["initContainers"]] == ["mounts"], spec
     # kpt passes -i: the container takes stdin (exec mode: the call's exec does)
-    assert spec["containers"][0]["stdin"] is not EXEC_MODE, spec
+    assert fn_container(spec)["stdin"] is not EXEC_MODE, spec
     no_sanitizer_reports(runs["pods"].stderr)
 
 

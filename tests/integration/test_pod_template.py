@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from conftest import AGENT_MOUNTS, AGENT_VOLUMES, EXEC_MODE, KUSTOMIZE_RUN, base_env, run_shim, start_shim
+from conftest import AGENT_MOUNTS, AGENT_VOLUMES, EXEC_MODE, KUSTOMIZE_RUN, base_env, fn_container, run_shim, start_shim
 from test_generate import cmp_env, fn_app, generate
 
 CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
@@ -73,7 +73,7 @@ def test_template_fields_are_merged_and_the_floor_kept(kubesim, tmp_path):
               "imagePullSecrets", "runtimeClassName"):
         assert spec[k] == tspec[k], k
     assert spec["volumes"] == tspec["volumes"] + AGENT_VOLUMES
-    c = spec["containers"][0]
+    c = fn_container(spec)
     assert c["image"] == "example.com/cat:v1"  # never the template's
     assert c["stdin"] is not EXEC_MODE and c["tty"] is False  # exec mode: the exec has stdin
     assert c["volumeMounts"] == tspec["containers"][0]["volumeMounts"] + AGENT_MOUNTS

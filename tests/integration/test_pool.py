@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import KUSTOMIZE_RUN, base_env, exec_settings, run_shim, shim_link
+from conftest import KUSTOMIZE_RUN, base_env, fn_container, exec_settings, run_shim, shim_link
 from test_generate import cmp_env, fn_app, generate
 
 POOLED = "example.com/fns/*"
@@ -70,7 +70,7 @@ def test_a_second_call_reuses_the_pod(pool):
     [p] = pool_pods(pool)
     assert p["metadata"]["name"] == pod1 and state(p) == "idle", p["metadata"]
     assert "krmpod.dev/lease-holder" not in p["metadata"]["annotations"]
-    assert p["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert fn_container(p["spec"])["securityContext"]["readOnlyRootFilesystem"] is True
     assert "ownerReferences" not in p["metadata"]  # shared by every replica
     second = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=data,
                       env=pool_env(pool, KRMPOD_LOG_LEVEL="debug"))

@@ -6,7 +6,7 @@ import re
 import signal
 import time
 
-from conftest import AGENT_MOUNTS, EXEC_MODE, HELPER_IMAGE, KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim, start_shim
+from conftest import AGENT_MOUNTS, EXEC_MODE, HELPER_IMAGE, KUSTOMIZE_RUN, base_env, fn_container, no_sanitizer_reports, run_shim, start_shim
 
 # semver 2.0 without build metadata, as golang.org/x/mod/semver (kpt's check) reads it:
 # numeric identifiers without leading zeros, pre-release identifiers of [0-9A-Za-z-].
@@ -117,7 +117,7 @@ def test_without_i_stdin_is_empty(kubesim):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err.decode()
-    c = body["spec"]["containers"][0]
+    c = fn_container(body["spec"])
     assert c["stdin"] is False and c["stdinOnce"] is False and c["tty"] is False, c
 
 
@@ -229,16 +229,21 @@ def test_pod_is_locked_down_and_labelled(kubesim):
     assert spec["automountServiceAccountToken"] is False
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    c = spec["containers"][0]
+    c = fn_container(spec)
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
     if EXEC_MODE:  # the container holds; the function comes through pods/exec
         assert c["command"] == ["/krmpod/bin/krmpod", "hold"], c
         assert c["stdin"] is False and c["tty"] is False and "env" not in c, c
-        [init] = spec["initContainers"]
-        assert init["command"] == ["krmpod", "install-self", "/krmpod/bin"], init
-        assert init["securityContext"] == c["securityContext"], init
-        assert init["image"] == HELPER_IMAGE and c["volumeMounts"] == AGENT_MOUNTS, spec
+        # the installer: first among the containers, its postStart hook copies krmpod
+        # before the kubelet starts the function container (no init container, no relist)
+        assert "initContainers" not in spec, spec
+        agent = spec["containers"][0]
+        assert agent["command"] == ["krmpod", "hold"], agent
+        assert agent["lifecycle"] == {"postStart": {"exec": {
+            "command": ["krmpod", "install-self", "/krmpod/bin"]}}}, agent
+        assert agent["securityContext"] == c["securityContext"], agent
+        assert agent["image"] == HELPER_IMAGE and c["volumeMounts"] == AGENT_MOUNTS, spec
     else:
         assert c["stdin"] is True and c["stdinOnce"] is True and c["tty"] is False
     assert spec["activeDeadlineSeconds"] == 300

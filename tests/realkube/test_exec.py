@@ -24,12 +24,18 @@ def test_pipeline_in_exec_mode_is_byte_exact(install, exec_mode, tmp_path):
     assert len(pods) == 2, [pod_summary(p) for p in pods.values()]
     for p in pods.values():
         spec = p["created"]["spec"]
-        assert [c["name"] for c in spec["initContainers"]] == ["krmpod"], pod_summary(p)
-        assert spec["initContainers"][0]["image"] == install.pinned_image
-        assert spec["containers"][0]["command"] == ["/krmpod/bin/krmpod", "hold"]
-        # the init container installed krmpod and ended; the function container held
-        assert exit_codes(p, init=True) and set(exit_codes(p, init=True)) == {0}, \
-            pod_summary(p)
+        # no init container: the installer runs first among the containers, its postStart
+        # hook copies krmpod before the kubelet starts the function container
+        assert "initContainers" not in spec, pod_summary(p)
+        assert [c["name"] for c in spec["containers"]] == ["krmpod", "fn"], pod_summary(p)
+        agent, fn = spec["containers"]
+        assert agent["image"] == install.pinned_image
+        assert agent["command"] == ["krmpod", "hold"]
+        assert agent["lifecycle"]["postStart"]["exec"]["command"] == \
+            ["krmpod", "install-self", "/krmpod/bin"]
+        assert fn["command"] == ["/krmpod/bin/krmpod", "hold"]
+        # both held until the pod was deleted: neither ended on its own with a failure
+        assert set(exit_codes(p)) <= {0, 137}, pod_summary(p)
     # no pod log was read: the output came over the exec alone
     assert "/log?" not in err
 
@@ -71,4 +77,5 @@ def test_unreachable_registry_means_attach_mode(install, exec_mode, tmp_path):
     assert "runs in attach mode: its image config cannot be read" in err, err
     [p] = pods.values()
     assert "initContainers" not in p["created"]["spec"], pod_summary(p)
+    assert [c["name"] for c in p["created"]["spec"]["containers"]] == ["fn"], pod_summary(p)
     assert p["created"]["metadata"]["namespace"] == FN_NS

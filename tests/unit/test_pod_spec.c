@@ -142,6 +142,37 @@ TEST(stdin_only_with_i)
 	json_free(p);
 }
 
+/* Exec mode: no init container (its end would wait for a kubelet relist); the installer is
+ * the first container, its postStart hook copies krmpod before the function container
+ * starts, and the function container holds with krmpod from the shared volume. */
+TEST(exec_mode_installs_with_a_post_start_hook)
+{
+	char *argv[] = {"/bin/fn", NULL};
+	struct fn_request req = {
+	        .image = "fn", .run_as_user = 65534, .run_as_group = 65534, .exec_argv = argv};
+	struct settings s = unit_settings(300000);
+	s.helper_image = "example.com/krmpod:test";
+	struct json *p = build(&req, &s);
+	CHECK(p != NULL);
+	CHECK(json_path(p, "spec.initContainers") == NULL);
+	CHECK(json_len(json_path(p, "spec.containers")) == 2);
+	const struct json *agent = json_path(p, "spec.containers[0]");
+	CHECK_STR(json_str(json_get(agent, "name")), "krmpod");
+	CHECK_STR(json_str(json_get(agent, "image")), "example.com/krmpod:test");
+	CHECK_STR(json_str(json_path(agent, "command[1]")), "hold");
+	const struct json *hook = json_path(agent, "lifecycle.postStart.exec.command");
+	CHECK(json_len(hook) == 3);
+	CHECK_STR(json_str(json_at(hook, 1)), "install-self");
+	CHECK_STR(json_str(json_at(hook, 2)), "/krmpod/bin");
+	CHECK_STR(json_str(json_path(agent, "resources.limits.memory")), "32Mi");
+	CHECK_STR(json_str(json_path(agent, "volumeMounts[0].mountPath")), "/krmpod/bin");
+	const struct json *fn = json_path(p, "spec.containers[1]");
+	CHECK_STR(json_str(json_get(fn, "name")), "fn");
+	CHECK_STR(json_str(json_path(fn, "command[0]")), "/krmpod/bin/krmpod");
+	CHECK_STR(json_str(json_path(fn, "command[1]")), "hold");
+	json_free(p);
+}
+
 TEST(generate_name)
 {
 	char *n = pod_spec_generate_name("REGISTRY:5000/Org/My_Fn.v2:tag@sha256:abc");
@@ -227,6 +258,7 @@ int main(void)
 	RUN(locked_down);
 	RUN(network_owner_labels_pull_args);
 	RUN(stdin_only_with_i);
+	RUN(exec_mode_installs_with_a_post_start_hook);
 	RUN(generate_name);
 	RUN(template_metadata_must_be_mappings);
 	RUN(template_lists_must_be_lists_of_mappings);

@@ -21,6 +21,7 @@ import shutil
 import signal
 import string
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -947,8 +948,33 @@ class Cluster:
                 return
         rt.initialized = True
         for cspec in spec["containers"]:
-            self._start_container(rt, cspec, False, spec["containers"])
+            c = self._start_container(rt, cspec, False, spec["containers"])
+            # like the kubelet: a postStart hook runs before the next container starts, in
+            # the same sync (a failed start does not stop the others from starting)
+            if c is not None and c.proc is not None:
+                self._post_start(rt, c, cspec)
         self._request_relist(rt)
+
+    def _post_start(self, rt, c, cspec):
+        """Runs the container's postStart exec hook to its end, as the kubelet does before it
+        starts the next container; a hook that fails gets the container killed (the kubelet's
+        FailedPostStartHook)."""
+        cmd = (((cspec.get("lifecycle") or {}).get("postStart") or {}).get("exec") or {}) \
+            .get("command")
+        if not cmd:
+            return
+        argv = [self.resolve_command(cmd[0], c.mounts)] + list(cmd[1:])
+        try:
+            proc = self.spawn(c, argv, False)
+            _, errb = proc.communicate(timeout=30)
+            rc = proc.returncode
+        except (OSError, subprocess.TimeoutExpired) as e:
+            rc, errb = -1, str(e).encode()
+        if rc != 0:
+            sys.stderr.write("kubesim: pod %s/%s: container %s: postStart hook failed (%s): "
+                             "%s\n" % (rt.ns, rt.name, c.name, rc,
+                                        errb.decode("utf-8", "replace")[:500]))
+            self.kill_group(c.proc, 9)
 
     def _set_waiting(self, rt, cname, reason, message):
         rt.waiting[cname] = (reason, message)
