@@ -1,13 +1,16 @@
 /* agent.h — krmpod inside an exec-mode function pod (docs/internals/exec-mode.md).
  *
  * An exec-mode pod runs the function image with this binary as its command instead of the
- * image's entrypoint. Three roles, each a `krmpod` command:
+ * image's entrypoint. Four roles, each a `krmpod` command:
  *
- *   install-self DIR   the init container (KRMPOD_HELPER_IMAGE, krmpod's own image) copies
+ *   install-self DIR   the installer container's postStart hook (KRMPOD_HELPER_IMAGE,
+ *                      krmpod's own image) copies
  *                      the running binary to DIR/krmpod (mode 0555) in an emptyDir the
  *                      function container mounts;
  *   hold               the function container's PID 1: it starts nothing, reaps what is
  *                      orphaned to it, and exits 0 on SIGTERM, SIGINT or SIGHUP;
+ *   serve WORKDIR      run through one pods/exec for a whole render: calls as below, one
+ *                      after another, over framed stdin and stdout (agent_frame.h);
  *   call WORKDIR       run through pods/exec, once per function call: reads one header line
  *                      from stdin (agent_call_header_parse), runs the function's argv with
  *                      the rest of stdin, relays its stdout and stderr (counting the
@@ -19,7 +22,7 @@
  * private directory WORKDIR/call-XXXXXX as HOME and TMPDIR, and leaves WORKDIR empty but
  * for the lock: whatever a function wrote there is gone before the next call. When hold is
  * PID 1 of the container (its own PID namespace), every process the call leaves behind is
- * killed too.
+ * killed too (but `krmpod serve`, the call's parent in a session).
  */
 #ifndef KRMPOD_AGENT_H
 #define KRMPOD_AGENT_H
@@ -68,6 +71,13 @@ void agent_call_header_clear(struct agent_call_header *h);
 /* Writes the header for argv and env (both NULL-terminated) into out, '\n' included. */
 struct buf;
 void agent_call_header_write(char *const *argv, char *const *env, struct buf *out);
+
+/* A call session (agent_frame.h): calls one after another, each `SELF call WORKDIR` (self:
+ * the krmpod binary, /proc/self/exe) as a
+ * child whose stdin comes from in_fd's 'i' frames and whose stdout and stderr go to out_fd
+ * as 'o' and 'r' frames, its exit code as an 'x' frame. Returns 0 when in_fd ends between
+ * calls; -1 with *err when it ends inside one (the call is killed) or a frame is wrong. */
+int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, struct err **err);
 
 /* Copies the running binary (/proc/self/exe) to dir/krmpod, atomically (a temporary name,
  * then rename), mode 0555. */

@@ -197,18 +197,21 @@ static bool in_hold_container(void)
 	return arg1 < cmd + n && strcmp(arg1, "hold") == 0;
 }
 
-/* Kills every process of the container but PID 1 and this one: what the function left
- * running must not see the next call. Only inside a hold container (never on a host). */
+/* Kills every process of the container but PID 1, this one and its parent (`krmpod serve`
+ * in a session; outside the container's PID namespace, 0, for a pods/exec): what the
+ * function left running must not see the next call. Only inside a hold container (never on
+ * a host). */
 static void kill_leftovers(void)
 {
 	if (!in_hold_container())
 		return;
+	pid_t parent = getppid();
 	cleanup_dir DIR *d = opendir("/proc");
 	struct dirent *e;
 	while (d && (e = readdir(d)) != NULL) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
-		if (*end == '\0' && pid > 1 && pid != getpid())
+		if (*end == '\0' && pid > 1 && pid != getpid() && pid != parent)
 			kill((pid_t)pid, SIGKILL);
 	}
 }

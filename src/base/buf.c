@@ -123,3 +123,15 @@ int buf_read_file(const char *path, size_t limit, const char *what, enum err_cod
 	*out = buf_steal(&b, len);
 	return 0;
 }
+
+size_t bytes_fill(char *dst, size_t *n, size_t cap, const char **data, size_t *len)
+{
+	size_t take = cap - *n;
+	if (take > *len)
+		take = *len;
+	memcpy(dst + *n, *data, take);
+	*n += take;
+	*data += take;
+	*len -= take;
+	return take;
+}

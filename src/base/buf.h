@@ -42,6 +42,10 @@ char *buf_steal(struct buf *b, size_t *len);
 /* Frees the data. */
 void buf_free(struct buf *b);
 
+/* Fills a fixed array: copies as much of *data (*len bytes) as fits after the *n bytes
+ * dst (cap bytes) holds, advancing *n, *data and *len. Returns the count copied. */
+size_t bytes_fill(char *dst, size_t *n, size_t cap, const char **data, size_t *len);
+
 /* `cleanup_buf struct buf b;` frees b's data when b goes out of scope (cleanup.h). */
 static inline void cleanup_bufp(struct buf *b)
 {

@@ -5,9 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
@@ -179,4 +182,45 @@ int fd_remove_tree(const char *path, const char *what, struct err **err)
 	else
 		err_free(r.first);
 	return -1;
+}
+
+int fd_unix_socket(const char *path, bool listen_, int backlog)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int dir = -1;
+	if (strlen(path) < sizeof(a.sun_path)) {
+		memcpy(a.sun_path, path, strlen(path) + 1);
+	} else {
+		const char *slash = strrchr(path, '/');
+		if (slash == NULL) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		char *d = strndup(path, (size_t)(slash - path));
+		dir = d ? open(*d ? d : "/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		free(d);
+		if (dir < 0)
+			return -1;
+		int n = snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s", dir,
+		                 slash + 1);
+		if (n < 0 || (size_t)n >= sizeof(a.sun_path)) {
+			close(dir);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rc = fd < 0    ? -1
+	         : listen_ ? (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	                                      listen(fd, backlog) < 0
+	                              ? -1
+	                              : 0)
+	                   : connect(fd, (struct sockaddr *)&a, sizeof(a));
+	int e = errno;
+	if (dir >= 0)
+		close(dir);
+	if (rc < 0 && fd >= 0)
+		close(fd);
+	errno = e;
+	return rc < 0 ? -1 : fd;
 }

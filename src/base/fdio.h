@@ -2,6 +2,7 @@
 #ifndef KRMPOD_FDIO_H
 #define KRMPOD_FDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -38,5 +39,11 @@ int fd_empty_dir(int dir, const char *keep, const char *what, struct err **err);
 /* Removes the tree at path (a file, a symlink or a directory), as above. A missing path is
  * fine. */
 int fd_remove_tree(const char *path, const char *what, struct err **err);
+
+/* A unix stream socket bound and listening at path (listen=true), or connected to it:
+ * close-on-exec, blocking. A path longer than a socket address holds (TMPDIR can be deep)
+ * is reached through its directory: /proc/self/fd/N/NAME. Returns the fd, or -1 with errno
+ * (ENAMETOOLONG when even that is too long). */
+int fd_unix_socket(const char *path, bool listen_, int backlog);
 
 #endif

@@ -24,6 +24,8 @@
 
 /* The header line of an exec-mode call (agent.h): the function's argv and env. */
 #define LIMIT_CALL_HEADER (256u << 10)
+/* The largest frame of a call session (agent_frame.h); senders cut at LIMIT_STDIN_CHUNK. */
+#define LIMIT_SESSION_FRAME (1u << 20)
 
 /* The manifests `krmpod generate` holds until kustomize succeeded. */
 #define LIMIT_GENERATE_OUTPUT (256u << 20)

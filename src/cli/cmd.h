@@ -34,6 +34,7 @@ int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_hold(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_call(int argc, char **argv, int *exit_code, struct err **err);
+int cmd_serve(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod gc [--dry-run] [--older-than D]`: deletes function pods no shim will delete. */
 int cmd_gc(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod catalog view|validate ...`: what catalogs say and whether they are trusted. */

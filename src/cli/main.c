@@ -42,6 +42,8 @@ static const struct role commands[] = {
         {"hold", cmd_hold, false,
          "hold                              inside exec-mode pods: the function container's "
          "PID 1"},
+        {"serve", cmd_serve, false,
+         "serve WORKDIR                     inside exec-mode pods: a render's calls, framed"},
         {"call", cmd_call, true,
          "call WORKDIR < header+input       inside exec-mode pods: one function call"},
         {"gc", cmd_gc, false,

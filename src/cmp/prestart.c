@@ -24,6 +24,7 @@
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
 #include "fn/fn_pool.h"
+#include "fn/fn_session.h"
 #include "fn/prestart_offer.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
@@ -41,6 +42,7 @@ struct offer {
 	char *image;
 	char *pod;    /* its name, once created (or leased from the pool) */
 	bool to_pool; /* a warm-pool pod (fn_pool.h): leased for the render, offered, given back */
+	struct fn_session *session; /* the render's call session with it, when it runs */
 };
 
 struct prestart {
@@ -137,6 +139,14 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 	o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
 	cleanup_free char *note = xasprintf("pool %s %s\n", p->holder, warm ? "warm" : "cold");
 	cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
+	if (warm) { /* before the offer: its shims find the session's socket with it */
+		cleanup_free char *sock = prestart_offer_session_path(p->dir, o->key, o->pod);
+		cleanup_err struct err *se = NULL;
+		if (fn_session_open(p->cfg, p->ns, o->pod, sock, p->deadline, &o->session, &se) < 0)
+			log_info("%s: no call session with pool pod %s/%s, its calls exec one by "
+			         "one: %s",
+			         o->image, p->ns, o->pod, se->msg);
+	}
 	prestart_offer_write(file, note);
 	log_debug("pool pod %s for %s offered (%s)", o->pod, o->image, rc > 0 ? "leased" : "made");
 	return 1;
@@ -213,10 +223,19 @@ static int delete_one(struct kube_client *c, const char *ns, const char *pod, st
  * there (never taken, or given back by the shims after clean calls); retired otherwise (a
  * shim took it and did not give it back: its call failed, or it died, and something of
  * that call may still run in the pod). */
-static void end_lease(struct prestart *p, struct kube_client *c, const struct offer *o,
-                      bool offered, unsigned *claimed, unsigned *deleted)
+static void end_lease(struct prestart *p, struct kube_client *c, struct offer *o, bool offered,
+                      unsigned *claimed, unsigned *deleted)
 {
 	cleanup_err struct err *e = NULL;
+	/* A session that did not end cleanly (a call cut short, the exec lost) retires the pod:
+	 * something of a call may still run in it. */
+	if (o->session && !fn_session_close(o->session)) {
+		log_info("the call session with pool pod %s/%s did not end cleanly: the pod is "
+		         "retired",
+		         p->ns, o->pod);
+		offered = false;
+	}
+	o->session = NULL;
 	if (offered) {
 		(*claimed)++;
 		if (fn_pool_release(c, p->ns, o->pod, p->holder, true, &e) < 0)
@@ -300,7 +319,8 @@ int prestart_new(struct prestart **out, int64_t deadline_ms, struct err **err)
 		return -1;
 	}
 	cleanup_free char *claimed = prestart_offer_claimed_dir(p->dir);
-	if (mkdir(claimed, 0700) < 0) {
+	cleanup_free char *sessions = xasprintf("%s/sessions", p->dir);
+	if (mkdir(claimed, 0700) < 0 || mkdir(sessions, 0700) < 0) {
 		err_set(err, ERR_IO, "prestart: cannot make %s: %s (set TMPDIR)", claimed,
 		        strerror(errno));
 		prestart_end(p);
@@ -436,19 +456,24 @@ void prestart_end(struct prestart *p)
 	for (size_t i = 0; i < p->n; i++)
 		offer_clear(&p->offers[i]);
 	if (p->dir) {
-		/* Claimed markers are all that can be left. */
+		/* Claimed markers are all that can be left, and the sockets of sessions when
+		 * the janitor was killed. */
 		cleanup_free char *claimed_dir = prestart_offer_claimed_dir(p->dir);
-		DIR *d = opendir(claimed_dir);
-		struct dirent *e;
-		while (d && (e = readdir(d)) != NULL) {
-			if (e->d_name[0] == '.')
-				continue;
-			cleanup_free char *f = xasprintf("%s/%s", claimed_dir, e->d_name);
-			unlink(f);
+		cleanup_free char *sessions_dir = xasprintf("%s/sessions", p->dir);
+		const char *subdirs[] = {claimed_dir, sessions_dir};
+		for (size_t k = 0; k < 2; k++) {
+			DIR *d = opendir(subdirs[k]);
+			struct dirent *e;
+			while (d && (e = readdir(d)) != NULL) {
+				if (e->d_name[0] == '.')
+					continue;
+				cleanup_free char *f = xasprintf("%s/%s", subdirs[k], e->d_name);
+				unlink(f);
+			}
+			if (d)
+				closedir(d);
+			rmdir(subdirs[k]);
 		}
-		if (d)
-			closedir(d);
-		rmdir(claimed_dir);
 		rmdir(p->dir);
 	}
 	free(p->dir);

@@ -1,15 +1,22 @@
 /* fn_exec.c — see fn_exec.h. */
 #include "fn/fn_exec.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_frame.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "pod/pod_agent.h"
 
@@ -40,13 +47,7 @@ static int tail_sink(void *ud, const char *data, size_t len, struct err **err)
 {
 	struct err_tail *t = ud;
 	while (len > 0) {
-		size_t take = sizeof(t->held) - t->n;
-		if (take > len)
-			take = len;
-		memcpy(t->held + t->n, data, take);
-		t->n += take;
-		data += take;
-		len -= take;
+		bytes_fill(t->held, &t->n, sizeof(t->held), &data, &len);
 		if (t->n > AGENT_TRAILER_MAX) { /* keep the last AGENT_TRAILER_MAX bytes */
 			size_t out = t->n - AGENT_TRAILER_MAX;
 			if (fd_write_all(t->fd, t->held, out, "stderr", err) < 0)
@@ -131,12 +132,218 @@ static int exit_status(struct fn_pod *p, const struct kube_stream_result *res, i
 	               res->got_status ? ": " : "", res->got_status ? res->status_message : "");
 }
 
+/* --- The call through the render's session (fn_session.h) ------------------------------ */
+
+struct session_call {
+	struct fn_pod *p;
+	const struct fn_io *io;
+	struct err_tail *tail;
+	struct kube_stream_result *res;
+	char code[FRAME_EXIT_MAX + 1];
+	size_t code_len;
+	bool exit_seen;
+	struct err *failed;
+};
+
+static int call_data(void *ud, char type, const char *data, size_t len)
+{
+	struct session_call *c = ud;
+	if (type == FRAME_OUT) {
+		c->res->bytes_out += len;
+		return fd_write_all(c->io->out_fd, data, len, "stdout", &c->failed) < 0 ? -1 : 0;
+	}
+	if (type == FRAME_ERR) {
+		c->res->bytes_err += len;
+		return tail_sink(c->tail, data, len, &c->failed) < 0 ? -1 : 0;
+	}
+	if (type == FRAME_EXIT && c->code_len + len <= FRAME_EXIT_MAX) {
+		memcpy(c->code + c->code_len, data, len);
+		c->code_len += len;
+		return 0;
+	}
+	return err_set(&c->failed, ERR_NET, "session: an unexpected frame '%c' from the pod", type);
+}
+
+static int call_end(void *ud, char type)
+{
+	struct session_call *c = ud;
+	if (type != FRAME_EXIT)
+		return 0;
+	c->code[c->code_len] = '\0';
+	char *end = NULL;
+	long code = strtol(c->code, &end, 10);
+	if (c->code_len == 0 || *end != '\0' || code < 0 || code > 255)
+		return err_set(&c->failed, ERR_NET, "session: a call's end without an exit code");
+	c->exit_seen = true;
+	c->res->got_status = true;
+	c->res->status_success = code == 0;
+	c->res->exit_code = (int)code;
+	return 0;
+}
+
+/* Queues stdin frames: at most one chunk of the function's stdin, or its end. */
+static void queue_stdin(int in_fd, struct buf *q, bool *in_done, uint64_t *sent)
+{
+	char chunk[LIMIT_STDIN_CHUNK];
+	ssize_t n = in_fd < 0 ? 0 : read(in_fd, chunk, sizeof(chunk));
+	if (n < 0 && errno == EINTR)
+		return;
+	char head[FRAME_HEADER];
+	if (n <= 0) { /* EOF (or a read error: the function sees its stdin end) */
+		frame_header(FRAME_IN_END, 0, head);
+		buf_append(q, head, sizeof(head), "session", NULL);
+		*in_done = true;
+		return;
+	}
+	frame_header(FRAME_IN, (size_t)n, head);
+	buf_append(q, head, sizeof(head), "session", NULL);
+	buf_append(q, chunk, (size_t)n, "session", NULL);
+	*sent += (uint64_t)n;
+}
+
+/* Connects to the session's socket: -1 when nobody listens (the caller execs instead). */
+static int session_connect(const char *path)
+{
+	int fd = fd_unix_socket(path, false, 0);
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
+}
+
+/* The call over a connected session: frames out (the header, then stdin), frames in
+ * until the call's end; then the rest of stdin's frames, so the session stays in step. */
+static int session_pump(struct session_call *c, int fd, const struct buf *header, int in_fd,
+                        struct err **err)
+{
+	struct fn_pod *p = c->p;
+	cleanup_buf struct buf q;
+	buf_init(&q, 0);
+	char head[FRAME_HEADER];
+	frame_header(FRAME_IN, header->len, head);
+	buf_append(&q, head, sizeof(head), "session", NULL);
+	buf_append(&q, header->data, header->len, "session", NULL);
+	bool in_done = false;
+	struct frame_reader r = {.on_data = call_data, .on_end = call_end, .ud = c};
+	char chunk[LIMIT_STDIN_CHUNK];
+	while (!(c->exit_seen && in_done && q.len == 0)) {
+		if (fn_pod_is_cancelled(p))
+			return fn_pod_cancelled(p, "its call", err);
+		int64_t left = fn_pod_deadline(p) - now_ms();
+		if (left <= 0)
+			return err_set(err, ERR_TIMEOUT,
+			               "function %s: pod %s/%s: the call did not end within "
+			               "KRMPOD_TIMEOUT",
+			               fn_pod_request(p)->image, fn_pod_namespace(p),
+			               fn_pod_name(p));
+		if (c->exit_seen && !in_done) { /* the function is done: its stdin ends */
+			frame_header(FRAME_IN_END, 0, head);
+			buf_append(&q, head, sizeof(head), "session", NULL);
+			in_done = true;
+		}
+		bool want_in = !in_done && q.len == 0;
+		struct pollfd pf[2] = {
+		        {.fd = fd,
+		         .events = (short)((c->exit_seen ? 0 : POLLIN) | (q.len ? POLLOUT : 0))},
+		        {.fd = want_in ? in_fd : -1, .events = POLLIN},
+		};
+		if (want_in && in_fd < 0) {
+			queue_stdin(-1, &q, &in_done, &c->res->bytes_in);
+			continue;
+		}
+		if (poll(pf, 2, left < 50 ? (int)left : 50) < 0 && errno != EINTR)
+			return err_set(err, ERR_INTERNAL, "poll: %s", strerror(errno));
+		if (pf[1].revents)
+			queue_stdin(in_fd, &q, &in_done, &c->res->bytes_in);
+		if (pf[0].revents & POLLOUT) {
+			ssize_t n = send(fd, q.data, q.len, MSG_NOSIGNAL);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return err_set(
+				        err, ERR_NET,
+				        "function %s: pod %s/%s: the render's session is gone: %s",
+				        fn_pod_request(p)->image, fn_pod_namespace(p),
+				        fn_pod_name(p), strerror(errno));
+			if (n > 0) {
+				memmove(q.data, q.data + n, q.len - (size_t)n);
+				q.len -= (size_t)n;
+			}
+		}
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR) && !c->exit_seen) {
+			ssize_t n = read(fd, chunk, sizeof(chunk));
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (n <= 0)
+				return err_set(
+				        err, ERR_NET,
+				        "function %s: pod %s/%s: the render's session ended "
+				        "before the call's end (after %llu bytes of stdout): the "
+				        "output is incomplete, so it is not used",
+				        fn_pod_request(p)->image, fn_pod_namespace(p),
+				        fn_pod_name(p), (unsigned long long)c->res->bytes_out);
+			if (frame_feed(&r, chunk, (size_t)n, err) != 0) {
+				if (c->failed) {
+					err_free(*err);
+					*err = c->failed;
+					c->failed = NULL;
+				}
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Returns 1 when nobody listens at the session's socket (the caller execs instead). */
+static int session_call(struct fn_pod *p, const struct fn_io *io, const struct buf *header,
+                        struct err_tail *tail, struct kube_stream_result *res, struct err **err)
+{
+	int fd = session_connect(fn_pod_session(p));
+	if (fd < 0) {
+		log_debug("no session at %s: %s; exec instead", fn_pod_session(p), strerror(errno));
+		return 1;
+	}
+	fn_pod_mark_attached(p, now_ms());
+	struct session_call c = {.p = p, .io = io, .tail = tail, .res = res};
+	int in_fd = fn_pod_request(p)->want_stdin ? io->in_fd : -1;
+	int rc = session_pump(&c, fd, header, in_fd, err);
+	err_free(c.failed);
+	close(fd);
+	log_debug("session call: %llu bytes in, %llu out, %llu err",
+	          (unsigned long long)res->bytes_in, (unsigned long long)res->bytes_out,
+	          (unsigned long long)res->bytes_err);
+	return rc;
+}
+
+/* The end of a call, either way: the trailer, then the exit code. */
+static int call_result(struct fn_pod *p, struct err_tail *tail, struct kube_stream_result *res,
+                       int *exit_code, struct err **err)
+{
+	int rc = check_trailer(p, tail, res, err);
+	if (rc == 0)
+		rc = exit_status(p, res, exit_code, err);
+	else if (res->exit_code == 137) /* killed: the exit code says so, as in attach mode */
+		*exit_code = 137;
+	return rc;
+}
+
 int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struct err **err)
 {
 	const struct fn_request *req = fn_pod_request(p);
 	cleanup_buf struct buf header;
 	buf_init(&header, 0);
 	write_header(req, &header);
+	if (fn_pod_session(p)) {
+		struct err_tail tail = {.fd = io->err_fd};
+		struct kube_stream_result res = {.exit_code = -1};
+		int rc = session_call(p, io, &header, &tail, &res, err);
+		if (rc != 1) {
+			explicit_bzero(header.data, header.len);
+			if (rc < 0) {
+				fd_write_all(io->err_fd, tail.held, tail.n, "stderr", NULL);
+				return -1;
+			}
+			return call_result(p, &tail, &res, exit_code, err);
+		}
+	}
 	/* Without -i the function's stdin is empty, as with docker: the header, then EOF. */
 	cleanup_close int null_fd = req->want_stdin ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct err_tail tail = {.fd = io->err_fd};
@@ -168,12 +375,7 @@ int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struc
 		fd_write_all(io->err_fd, tail.held, tail.n, "stderr", NULL);
 		rc = fn_output_stream_failed(p, err);
 	} else {
-		rc = check_trailer(p, &tail, &res, err);
-		if (rc == 0)
-			rc = exit_status(p, &res, exit_code, err);
-		else if (res.exit_code ==
-		         137) /* killed: the exit code says so, as in attach mode */
-			*exit_code = 137;
+		rc = call_result(p, &tail, &res, exit_code, err);
 	}
 	kube_stream_result_clear(&res);
 	return rc;

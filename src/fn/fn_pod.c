@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -43,6 +44,7 @@ struct fn_pod {
 	size_t pool_idle;
 	bool warm;
 	bool pool_offer; /* a pool pod leased by generate's janitor: given back to the offers */
+	char *session;   /* its call session's socket (fn_session.h), when the janitor holds one */
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
 	unsigned stream_requests; /* WebSocket connections (not made through client) */
@@ -133,6 +135,13 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	cleanup_free char *note = prestart_offer_note(p->s->prestart_dir, key, p->name);
 	p->pool_offer = note && strncmp(note, "pool ", 5) == 0;
 	p->warm = p->pool_offer && strstr(note, " warm") != NULL;
+	if (p->warm) {
+		p->session = prestart_offer_session_path(p->s->prestart_dir, key, p->name);
+		if (access(p->session, F_OK) < 0) {
+			free(p->session);
+			p->session = NULL;
+		}
+	}
 	return 1;
 }
 
@@ -490,6 +499,11 @@ int64_t fn_pod_start_deadline(const struct fn_pod *p)
 	return p->start_deadline;
 }
 
+const char *fn_pod_session(const struct fn_pod *p)
+{
+	return p->session;
+}
+
 bool fn_pod_is_warm(const struct fn_pod *p)
 {
 	return p->warm;
@@ -614,6 +628,7 @@ int fn_pod_close(struct fn_pod *p, int rc, int exit_code, struct err **err)
 	pod_watch_stop(p->watch);
 	free(p->name);
 	free(p->holder);
+	free(p->session);
 	kube_client_free(p->client);
 	free(p);
 	return rc;

@@ -115,6 +115,8 @@ int64_t fn_pod_start_deadline(const struct fn_pod *p); /* the start's */
 bool fn_pod_is_cancelled(const struct fn_pod *p);
 /* Taken from the warm pool running already: no watch, nothing to wait for. */
 bool fn_pod_is_warm(const struct fn_pod *p);
+/* The socket of the render's call session with the pod (fn_session.h), or NULL. */
+const char *fn_pod_session(const struct fn_pod *p);
 
 /* Moves the start deadline later by ms (time spent sending mounts is not starting). */
 void fn_pod_extend_start(struct fn_pod *p, int64_t ms);

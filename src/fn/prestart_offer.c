@@ -34,6 +34,11 @@ char *prestart_offer_claimed_dir(const char *dir)
 	return xasprintf("%s/claimed", dir);
 }
 
+char *prestart_offer_session_path(const char *dir, uint64_t key, const char *pod)
+{
+	return xasprintf("%s/sessions/%016llx.%s", dir, (unsigned long long)key, pod);
+}
+
 void prestart_offer_write(const char *path, const char *note)
 {
 	/* not named like an offer or a marker while it is written: ".new." first */

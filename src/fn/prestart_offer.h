@@ -9,7 +9,9 @@
  *                    its own: the janitor's create was sent first, so under a slow API
  *                    server a new one would only come later, and leave the offer unused;
  *   claimed/KEY.POD  an offer a shim took: rename(2) into claimed/ is atomic, so one pod
- *                    goes to one shim, and the pod is then that shim's to delete.
+ *                    goes to one shim, and the pod is then that shim's to delete;
+ *   sessions/KEY.POD the unix socket of the render's call session with a leased warm pool
+ *                    pod (fn_session.h), made before the offer.
  *
  * A warm-pool pod (fn_pool.h) the janitor leased for the render is offered the same way,
  * the file holding "pool HOLDER warm|cold": the shim that takes it does not delete it but,
@@ -46,5 +48,8 @@ int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod);
 char *prestart_offer_path(const char *dir, uint64_t key, const char *pod);
 char *prestart_offer_pending_path(const char *dir, uint64_t key, size_t n);
 char *prestart_offer_claimed_dir(const char *dir);
+/* The socket of the render's call session with a leased pool pod (fn_session.h), in the
+ * subdirectory sessions/ (never taken for an offer). */
+char *prestart_offer_session_path(const char *dir, uint64_t key, const char *pod);
 
 #endif

@@ -245,8 +245,8 @@ def test_bad_pool_settings_are_named(pool, settings, message):
 def test_a_render_leases_once_and_its_functions_share_the_pod(pool, tmp_path):
     """generate's prestart leases one pool pod per function pod key for the whole render
     and offers it to its shims; each gives it back to the render after a clean call, so
-    three functions of one image make one pod, and a warm render costs its shims one request
-    (the exec) per function."""
+    three functions of one image make one pod, and a warm render's shims call through the
+    render's session with it (one exec for the render), with no request of their own."""
     app = tmp_path / "app3"
     app.mkdir()
     (app / "kustomization.yaml").write_text(
@@ -266,13 +266,40 @@ def test_a_render_leases_once_and_its_functions_share_the_pod(pool, tmp_path):
     [p] = pool_pods(pool)
     assert state(p) == "idle", p["metadata"]
     before = len(pool.requests())
-    second = generate(app, env)
+    second = generate(app, dict(env, KRMPOD_LOG_LEVEL="debug"))
     assert second.returncode == 0 and second.stdout == first.stdout, second.stderr.decode()
     assert creates(pool, before) == []
+    # the shims' calls go through the render's session with the pod: no request of their own
     lines = re.findall(rb"pod=(\S+): image=\S+ .* exit=0 requests=(\d+)", second.stderr)
-    assert [(n.decode(), int(r)) for n, r in lines] == [(p["metadata"]["name"], 1)] * 3, \
+    assert [(n.decode(), int(r)) for n, r in lines] == [(p["metadata"]["name"], 0)] * 3, \
         second.stderr.decode()
-    # the render's own requests: one list, one lease, one given back, and three execs
+    assert second.stderr.count(b"session call: ") == 3, second.stderr.decode()
+    # the render's own requests: one list, one lease, one given back, and one exec (serve)
     reqs = [l for l in pool.requests()[before:] if "/kubesim/" not in l]
     assert len([l for l in reqs if " PATCH " in l]) == 2, reqs
-    assert len([l for l in reqs if "/exec?" in l]) == 3, reqs
+    execs = [l for l in reqs if "/exec?" in l]
+    assert len(execs) == 1 and "&command=serve&" in execs[0], reqs
+    assert [state(p) for p in pool_pods(pool)] == ["idle"]
+
+
+def test_a_render_cut_off_during_a_session_call_retires_the_pod(pool, tmp_path):
+    """A call that never ends in the render's session: generate's deadline stops kustomize
+    and its shim, the shim's connection ends before the call's end, the session breaks, and
+    the pod (where the call may still run) is retired, not given back."""
+    env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                          KRMPOD_WARM_POOL_IMAGES=POOLED))
+    quick = fn_app(tmp_path, "example.com/fns/slow-cat:v1", envs=["SLOW_SECONDS=0"],
+                   name="quick")
+    r = generate(quick, env)
+    assert r.returncode == 0, r.stderr.decode()
+    [p] = pool_pods(pool)
+    assert state(p) == "idle"
+    slow = fn_app(tmp_path, "example.com/fns/slow-cat:v1", envs=["SLOW_SECONDS=60"],
+                  name="slow")
+    r = generate(slow, dict(env, KRMPOD_GENERATE_TIMEOUT="4s", KRMPOD_LOG_LEVEL="debug"))
+    err = r.stderr.decode()
+    assert r.returncode != 0, err
+    assert "KRMPOD_GENERATE_TIMEOUT" in err, err
+    assert "did not end cleanly: the pod is retired" in err, err
+    assert pool_pods(pool) == [] or all(
+        p["metadata"].get("deletionTimestamp") for p in pool_pods(pool)), pool_pods(pool)

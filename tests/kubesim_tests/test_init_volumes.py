@@ -326,3 +326,32 @@ def test_networkpolicies(ks, kubectl, tmp_path):
     f.write_text(src.replace("policyTypes:", "policyType:", 1))
     r = kubectl("create", "-f", str(f))
     assert r.returncode == 1 and 'unknown field "spec.policyType"' in err(r), err(r)
+
+
+def test_a_post_start_hook_runs_before_the_next_container_starts(ks, kubectl):
+    """As the kubelet: containers start one after another in one sync, and a container's
+    postStart exec hook runs to its end before the next one starts (exec mode's installer
+    relies on it); a failed hook gets its container killed."""
+    w = [("work", "/work", False)]
+
+    def hook(*args):
+        return {"postStart": {"exec": {"command": ["fsop"] + list(args)}}}
+    ks.create_pod(pod("hooked", [], [
+        container("first", args=["write", "/work/sink"], mounts=w, stdin=True,
+                  lifecycle=hook("append", "/work/order", "hook\\n")),
+        container("second", args=["cat", "/work/order"], mounts=w)]))
+    p = ks.wait_pod("hooked", lambda p: "terminated" in
+                    statuses(p, "containerStatuses").get("second", {}).get("state", {}),
+                    what="second container done")
+    _, term = state(statuses(p, "containerStatuses")["second"])
+    assert term["exitCode"] == 0, term
+    r = kubectl("logs", "hooked", "-c", "second", check=True)
+    assert r.stdout == b"hook\n"
+    ks.create_pod(pod("badhook", [], [
+        container("first", args=["write", "/work/sink"], mounts=w, stdin=True,
+                  lifecycle=hook("cat", "/work/missing"))]))
+    p = ks.wait_pod("badhook", lambda p: "terminated" in
+                    statuses(p, "containerStatuses").get("first", {}).get("state", {}),
+                    what="the container killed")
+    _, term = state(statuses(p, "containerStatuses")["first"])
+    assert term["exitCode"] != 0, term

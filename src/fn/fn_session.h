@@ -1,0 +1,37 @@
+/* fn_session.h — a render's call session with one leased warm-pool pod (docs/internals/
+ * exec-mode.md, "Sessions"; the frames are agent_frame.h's).
+ *
+ * generate's janitor opens one pods/exec of `krmpod serve` per pool pod it leased for the
+ * render and listens on a unix socket in the offer directory (prestart_offer.h). A shim
+ * that claimed the offer connects and runs its call through it: no API request, no TLS
+ * handshake, no process made by the container runtime, per call. The relay forwards bytes
+ * both ways, one connection at a time, and reads the pod's frames only to see each call's
+ * end ('x'). A connection that ends before its call's end (the shim died or gave up)
+ * breaks the session: the pod's stdin is closed, `krmpod serve` kills the call, and the
+ * pod must not go back to the pool. */
+#ifndef KRMPOD_FN_SESSION_H
+#define KRMPOD_FN_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "kube/kubeconfig.h"
+
+struct fn_session;
+
+/* The command the session's exec runs in the pod (NULL-terminated, static). */
+extern const char *const fn_session_command[];
+
+/* Opens the exec of `krmpod serve` in ns/pod (blocking until the WebSocket is up, at most
+ * until deadline_ms), then listens at sock_path (mode 0600). cfg is borrowed. */
+int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, const char *sock_path,
+                    int64_t deadline_ms, struct fn_session **out, struct err **err);
+
+/* Ends the session: no more connections, the pod's stdin closed, its stream waited for
+ * (until the deadline given to fn_session_open), the socket removed. Returns true when
+ * every call it relayed ended cleanly and `krmpod serve` exited 0: only then may the pod
+ * serve again. NULL is fine (false). */
+bool fn_session_close(struct fn_session *s);
+
+#endif
