@@ -1,7 +1,7 @@
 """The three modes and the warm pool on the real cluster (docs/internals/exec-mode.md,
 docs/internals/warm-pool.md), rendered in the installed sidecar through the shipped Role:
 attach, exec and warm exec give the same bytes for every function fixture; a warm call
-reuses a pod that runs already; two renders at once never share a pod; a render killed
+reuses a pod that runs already, inside a render through the render's call session; two renders at once never share a pod; a render killed
 with SIGKILL leaves a lease that the janitor retires once it ran out; nothing of a call
 reaches the next. Every test empties the pool with `krmpod gc` in the sidecar (the tier
 checks that no pod is left)."""
@@ -59,6 +59,8 @@ def test_three_modes_give_the_same_bytes(install, exec_mode, pool, tmp_path):
             if mode == "warm pool":  # the pod the cold call left, taken again
                 assert not pods or all("created" not in p for p in pods.values()), \
                     [pod_summary(p) for p in pods.values()]
+                # through the render's session with it: the shim made no request
+                assert re.findall(r"image=\S+ .* requests=(\d+)", err) == ["0"], err
             if mode != "attach":
                 assert "krmpod-call-end" not in err, err
         modes = outputs[fixture]
