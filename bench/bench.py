@@ -19,6 +19,11 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+# kubesim runs KRMPOD_HELPER_IMAGE (exec mode's installer, mounts) as the binary named by
+# KRMPOD_BIN (tests/integration/conftest.py): the one under bench, not the test build's
+os.environ["KRMPOD_BIN"] = os.path.abspath(
+    sys.argv[sys.argv.index("--krmpod") + 1] if "--krmpod" in sys.argv[:-1]
+    else os.path.join(ROOT, "build", "krmpod"))
 from conftest import IMAGES, KUSTOMIZE_RUN, Kubesim, exec_settings  # noqa: E402
 
 MEASURE = os.path.join(ROOT, "build", "bench", "measure")
@@ -27,7 +32,7 @@ INPUT = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
                     for i in range(50)))
 
 
-def run_measured(argv, env):
+def run_measured(argv, env, label=""):
     """Runs argv with INPUT on stdin under bench/measure (a small parent: ru_maxrss survives
     exec, so a child forked from this Python process would report Python's RSS); returns
     (wall s, cpu s, maxrss KiB). CPU and RSS cover the runner and every process it waited
@@ -44,7 +49,8 @@ def run_measured(argv, env):
         data = out.read()
         user, sys_, rss = tf.read().split()[-3:]
     if p.returncode != 0 or data != INPUT:
-        raise SystemExit("bench: %s failed (%d): %s" % (argv[0], p.returncode, p.stderr.decode()))
+        raise SystemExit("bench: %s%s failed (%d): %s" % (
+            label + ": " if label else "", argv[0], p.returncode, p.stderr.decode()))
     return wall, (int(user) + int(sys_)) / 1e6, int(rss)
 
 
@@ -207,7 +213,7 @@ def main():
     os.mkdir(bindir)
     os.symlink(krmpod, os.path.join(bindir, "docker"))
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
-           "KUBECONFIG": sim.kubeconfig, "KRMPOD_LOG_LEVEL": "warn"}
+           "KUBECONFIG": sim.kubeconfig, "KRMPOD_LOG_LEVEL": os.environ.get("BENCH_LOG", "warn")}
     shim = [os.path.join(bindir, "docker")] + KUSTOMIZE_RUN + ["example.com/cat"]
     runners = {
         "krmpod": shim,
@@ -237,10 +243,10 @@ def main():
                 rows = []
                 renv = runner_env.get(name, env)
                 if name == "warm":  # a pod in the pool first
-                    run_measured(argv, renv)
+                    run_measured(argv, renv, name)
                 for _ in range(a.n):
                     before = len(sim.requests())
-                    wall, cpu, rss = run_measured(argv, renv)
+                    wall, cpu, rss = run_measured(argv, renv, "%s at L = %d ms" % (name, lat))
                     reqs = [l for l in sim.requests()[before:] if "/kubesim/" not in l]
                     rows.append((wall, cpu, rss, len(reqs)))
                     # let the baseline's background delete land before the next run

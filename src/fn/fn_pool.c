@@ -66,10 +66,14 @@ static bool claimable(const struct json *pod)
 
 bool fn_pool_pod_runs(const struct json *pod)
 {
+	/* the function container's own status: exec mode's installer runs before it starts */
 	const struct json *cs = json_path(pod, "status.containerStatuses");
-	for (size_t i = 0; i < json_len(cs); i++)
-		if (json_path(json_at(cs, i), "state.running"))
+	for (size_t i = 0; i < json_len(cs); i++) {
+		const char *name = json_str(json_get(json_at(cs, i), "name"));
+		if (name && strcmp(name, POD_CONTAINER_NAME) == 0 &&
+		    json_path(json_at(cs, i), "state.running"))
 			return true;
+	}
 	const char *served =
 	        json_str(json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_SERVED));
 	return served && strcmp(served, "true") == 0;
