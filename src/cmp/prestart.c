@@ -142,7 +142,8 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 	if (warm) { /* before the offer: its shims find the session's socket with it */
 		cleanup_free char *sock = prestart_offer_session_path(p->dir, o->key, o->pod);
 		cleanup_err struct err *se = NULL;
-		if (fn_session_open(p->cfg, p->ns, o->pod, sock, p->deadline, &o->session, &se) < 0)
+		if (fn_session_open(p->cfg, p->ns, o->pod, sock, p->deadline, &signals_cancel,
+		                    &o->session, &se) < 0)
 			log_info("%s: no call session with pool pod %s/%s, its calls exec one by "
 			         "one: %s",
 			         o->image, p->ns, o->pod, se->msg);

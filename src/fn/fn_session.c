@@ -249,7 +249,8 @@ static void session_free(struct fn_session *s)
 }
 
 int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, const char *sock_path,
-                    int64_t deadline_ms, struct fn_session **out, struct err **err)
+                    int64_t deadline_ms, volatile sig_atomic_t *cancel, struct fn_session **out,
+                    struct err **err)
 {
 	struct fn_session *s = xcalloc(1, sizeof(*s));
 	s->listen_fd = s->wake[0] = s->wake[1] = -1;
@@ -279,6 +280,7 @@ int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, co
 	                             .in_fd = s->agent_in,
 	                             .out_fd = s->agent_out,
 	                             .err_fd = 2,
+	                             .cancel = cancel,
 	                             .deadline_ms = deadline_ms};
 	if (kube_stream_open(cfg, &o, &s->stream, err) < 0) {
 		session_free(s);

@@ -12,6 +12,7 @@
 #ifndef KRMPOD_FN_SESSION_H
 #define KRMPOD_FN_SESSION_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,9 +25,11 @@ struct fn_session;
 extern const char *const fn_session_command[];
 
 /* Opens the exec of `krmpod serve` in ns/pod (blocking until the WebSocket is up, at most
- * until deadline_ms), then listens at sock_path (mode 0600). cfg is borrowed. */
+ * until deadline_ms), then listens at sock_path (mode 0600). cfg is borrowed. The stream
+ * stops (the session is then not clean) when *cancel becomes non-zero (may be NULL). */
 int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, const char *sock_path,
-                    int64_t deadline_ms, struct fn_session **out, struct err **err);
+                    int64_t deadline_ms, volatile sig_atomic_t *cancel, struct fn_session **out,
+                    struct err **err);
 
 /* Ends the session: no more connections, the pod's stdin closed, its stream waited for
  * (until the deadline given to fn_session_open), the socket removed. Returns true when

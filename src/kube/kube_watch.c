@@ -221,7 +221,7 @@ void pod_state_decode(const struct json *pod, const char *container, struct pod_
 		out->scheduled = true;
 
 	decode_init(json_get(status, "initContainerStatuses"), out);
-	if (out->init_name[0] == '\0')
+	if (out->init_name[0] == '\0' && container != NULL)
 		decode_beside(json_get(status, "containerStatuses"), container, out);
 
 	const struct json *cs = find_container(json_get(status, "containerStatuses"), container);

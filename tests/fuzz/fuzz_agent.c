@@ -1,17 +1,21 @@
-/* fuzz_agent.c — exec mode's two framings (src/agent/agent.h): the call header `krmpod call`
- * reads (written by krmpod, but parsed inside a pod whose stdin is a stream), and the
- * trailer krmpod looks for at the end of a call's stderr, the end of bytes that a function
- * writes itself. The first input byte picks which.
+/* fuzz_agent.c — exec mode's framings (src/agent/agent.h, agent_frame.h): the call header
+ * `krmpod call` reads (written by krmpod, but parsed inside a pod whose stdin is a stream),
+ * the trailer krmpod looks for at the end of a call's stderr, the end of bytes that a
+ * function writes itself, and a session's frames (first input byte 2: the rest is fed to
+ * a frame reader, whole and then cut at the second byte's offset).
  *
  * Invariants: the header parser fails with an error or gives argv[0] non-empty and env
  * entries NAME=VALUE; a header it parsed, written again, parses to the same; the trailer
  * parser accepts only a tail that ends with a whole trailer line, and never reports a
- * trailer longer than the tail or than AGENT_TRAILER_MAX plus its prefix. */
+ * trailer longer than the tail or than AGENT_TRAILER_MAX plus its prefix; the frame reader
+ * hands out no more payload than the input holds, ends only frames it began, and says the
+ * same however the input is cut. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/agent_frame.h"
 #include "base/buf.h"
 #include "fuzz_util.h"
 
@@ -78,6 +82,56 @@ static void trailer(const char *tail, size_t len)
 		fuzz_fail("the trailer does not start with its prefix");
 }
 
+struct frames_seen {
+	size_t payload, frames;
+	uint64_t sum; /* of the payload bytes and the frame types, in order */
+};
+
+static int frame_data(void *ud, char type, const char *data, size_t len)
+{
+	struct frames_seen *f = ud;
+	(void)type;
+	f->payload += len;
+	for (size_t i = 0; i < len; i++)
+		f->sum = f->sum * 31 + (unsigned char)data[i];
+	return 0;
+}
+
+static int frame_end(void *ud, char type)
+{
+	struct frames_seen *f = ud;
+	f->frames++;
+	f->sum = f->sum * 31 + (unsigned char)type;
+	return 0;
+}
+
+static int feed(const char *data, size_t len, size_t cut, struct frames_seen *f)
+{
+	struct frame_reader r = {.on_data = frame_data, .on_end = frame_end, .ud = f};
+	struct err *e = NULL;
+	int rc = frame_feed(&r, data, cut, &e);
+	if (rc == 0)
+		rc = frame_feed(&r, data + cut, len - cut, &e);
+	fuzz_check_err(rc, e, "frame_feed");
+	err_free(e);
+	if (f->payload + f->frames * FRAME_HEADER > len)
+		fuzz_fail("%zu bytes of payload in %zu frames from %zu bytes", f->payload,
+		          f->frames, len);
+	return rc;
+}
+
+static void frames(const char *data, size_t len)
+{
+	if (len == 0)
+		return;
+	size_t cut = (unsigned char)data[0] % len;
+	struct frames_seen whole = {0}, parts = {0};
+	int a = feed(data + 1, len - 1, 0, &whole);
+	int b = feed(data + 1, len - 1, cut > len - 1 ? len - 1 : cut, &parts);
+	if (a != b || (a == 0 && (whole.sum != parts.sum || whole.frames != parts.frames)))
+		fuzz_fail("the frames differ when the input is cut at %zu", cut);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
@@ -86,7 +140,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (copy == NULL)
 		abort();
 	memcpy(copy, data + 1, size - 1); /* no NUL: the parsers take lengths */
-	if (data[0] & 1)
+	if (data[0] == 2)
+		frames(copy, size - 1);
+	else if (data[0] & 1)
 		header(copy, size - 1);
 	else
 		trailer(copy, size - 1);

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import KUSTOMIZE_RUN, base_env, fn_container, exec_settings, run_shim, shim_link
+from conftest import KRMPOD_BIN, KUSTOMIZE_RUN, base_env, fn_container, exec_settings, run_shim, shim_link
 from test_generate import cmp_env, fn_app, generate
 
 POOLED = "example.com/fns/*"
@@ -303,3 +303,33 @@ def test_a_render_cut_off_during_a_session_call_retires_the_pod(pool, tmp_path):
     assert "did not end cleanly: the pod is retired" in err, err
     assert pool_pods(pool) == [] or all(
         p["metadata"].get("deletionTimestamp") for p in pool_pods(pool)), pool_pods(pool)
+
+
+def test_sigterm_during_a_session_call_retires_the_pod_at_once(pool, tmp_path):
+    """Argo CD's kill sequence (SIGTERM to the process group) in the middle of a call through
+    the render's session: generate ends, and the pod where the call ran is gone within
+    seconds, not at its lease's end."""
+    env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                          KRMPOD_WARM_POOL_IMAGES=POOLED))
+    quick = fn_app(tmp_path, "example.com/fns/slow-cat:v1", envs=["SLOW_SECONDS=0"],
+                   name="quick")
+    assert generate(quick, env).returncode == 0
+    [p] = pool_pods(pool)
+    slow = fn_app(tmp_path, "example.com/fns/slow-cat:v1", envs=["SLOW_SECONDS=60"],
+                  name="slow")
+    before = len(pool.requests())
+    proc = subprocess.Popen([KRMPOD_BIN, "generate"], cwd=str(slow), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not any("command=serve" in l for l in pool.requests()[before:]):
+        assert time.monotonic() < deadline and proc.poll() is None, "no session was opened"
+        time.sleep(0.05)
+    time.sleep(1)  # the shim's call runs (it sleeps 60 s)
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and out == b"", err.decode()
+    t = time.monotonic()
+    while any(x["metadata"]["name"] == p["metadata"]["name"] for x in pool.api_pods()):
+        assert time.monotonic() - t < 3, (err.decode(), pool_pods(pool))
+        time.sleep(0.05)

@@ -213,6 +213,41 @@ TEST(decode_picks_the_named_container)
 	CHECK_INT(st.cstate, CS_UNKNOWN);
 }
 
+/* Exec mode's installer runs before the function container: its failure is reported as
+ * init_* (the function container then waits or fails for want of krmpod). */
+TEST(decode_reports_a_failing_container_beside)
+{
+	static const char *pod =
+	        "{\"status\":{\"phase\":\"Pending\",\"containerStatuses\":["
+	        "{\"name\":\"krmpod\",\"state\":{\"waiting\":{\"reason\":\"ErrImagePull\","
+	        "\"message\":\"not found\"}}},"
+	        "{\"name\":\"fn\",\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}";
+	struct pod_state st = decode(pod, "fn");
+	CHECK_STR(st.init_name, "krmpod");
+	CHECK_INT(st.init_cstate, CS_WAITING);
+	CHECK_STR(st.init_reason, "ErrImagePull");
+	CHECK_STR(st.init_message, "not found");
+	CHECK(!st.init_done);
+	/* one that only is being created, or runs, is not reported */
+	static const char *ok =
+	        "{\"status\":{\"containerStatuses\":["
+	        "{\"name\":\"krmpod\",\"state\":{\"running\":{}}},"
+	        "{\"name\":\"fn\",\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}";
+	st = decode(ok, "fn");
+	CHECK_STR(st.init_name, "");
+	/* killed (a failed postStart hook) */
+	static const char *killed =
+	        "{\"status\":{\"containerStatuses\":["
+	        "{\"name\":\"krmpod\",\"state\":{\"terminated\":{\"exitCode\":137,"
+	        "\"reason\":\"Error\"}}}]}}";
+	st = decode(killed, "fn");
+	CHECK_STR(st.init_name, "krmpod");
+	CHECK_INT(st.init_exit_code, 137);
+	/* without a container named, nothing beside it is looked at */
+	st = decode(killed, NULL);
+	CHECK_STR(st.init_name, "");
+}
+
 TEST(decode_null_and_odd_shapes)
 {
 	struct pod_state st;
@@ -505,6 +540,7 @@ int main(void)
 	RUN(decode_oomkilled);
 	RUN(decode_deadline_exceeded);
 	RUN(decode_picks_the_named_container);
+	RUN(decode_reports_a_failing_container_beside);
 	RUN(decode_null_and_odd_shapes);
 	RUN(split_every_chunking);
 	RUN(split_stops_when_asked);
