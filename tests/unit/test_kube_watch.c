@@ -213,38 +213,40 @@ TEST(decode_picks_the_named_container)
 	CHECK_INT(st.cstate, CS_UNKNOWN);
 }
 
+/* A pod status with the installer container "krmpod" in agent_state and "fn" creating. */
+static struct pod_state beside(const char *agent_state, const char *container)
+{
+	char text[512];
+	snprintf(text, sizeof(text),
+	         "{\"status\":{\"containerStatuses\":[{\"name\":\"krmpod\",\"state\":{%s}},"
+	         "{\"name\":\"fn\",\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}",
+	         agent_state);
+	return decode(text, container);
+}
+
 /* Exec mode's installer runs before the function container: its failure is reported as
  * init_* (the function container then waits or fails for want of krmpod). */
 TEST(decode_reports_a_failing_container_beside)
 {
-	static const char *pod =
-	        "{\"status\":{\"phase\":\"Pending\",\"containerStatuses\":["
-	        "{\"name\":\"krmpod\",\"state\":{\"waiting\":{\"reason\":\"ErrImagePull\","
-	        "\"message\":\"not found\"}}},"
-	        "{\"name\":\"fn\",\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}";
-	struct pod_state st = decode(pod, "fn");
+	const char *pull = "\"waiting\":{\"reason\":\"ErrImagePull\",\"message\":\"not found\"}";
+	struct pod_state st = beside(pull, "fn");
 	CHECK_STR(st.init_name, "krmpod");
 	CHECK_INT(st.init_cstate, CS_WAITING);
 	CHECK_STR(st.init_reason, "ErrImagePull");
 	CHECK_STR(st.init_message, "not found");
 	CHECK(!st.init_done);
 	/* one that only is being created, or runs, is not reported */
-	static const char *ok =
-	        "{\"status\":{\"containerStatuses\":["
-	        "{\"name\":\"krmpod\",\"state\":{\"running\":{}}},"
-	        "{\"name\":\"fn\",\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}}";
-	st = decode(ok, "fn");
+	st = beside("\"running\":{}", "fn");
+	CHECK_STR(st.init_name, "");
+	st = beside("\"waiting\":{\"reason\":\"ContainerCreating\"}", "fn");
 	CHECK_STR(st.init_name, "");
 	/* killed (a failed postStart hook) */
-	static const char *killed =
-	        "{\"status\":{\"containerStatuses\":["
-	        "{\"name\":\"krmpod\",\"state\":{\"terminated\":{\"exitCode\":137,"
-	        "\"reason\":\"Error\"}}}]}}";
-	st = decode(killed, "fn");
+	const char *killed = "\"terminated\":{\"exitCode\":137,\"reason\":\"Error\"}";
+	st = beside(killed, "fn");
 	CHECK_STR(st.init_name, "krmpod");
 	CHECK_INT(st.init_exit_code, 137);
 	/* without a container named, nothing beside it is looked at */
-	st = decode(killed, NULL);
+	st = beside(killed, NULL);
 	CHECK_STR(st.init_name, "");
 }
 
