@@ -166,6 +166,7 @@ static int finish_call(struct serve *s)
 	s->c.pid = 0;
 	s->c.exited = true;
 	close_fd(&s->c.in);
+	s->c.pending.len = 0; /* stdin the function did not read: dropped, and more is read */
 	if (s->c.in_end) {
 		buf_free(&s->c.pending);
 		s->active = false;
@@ -199,7 +200,8 @@ int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, st
 	while (in_open || s.active) {
 		bool running = s.active && s.c.pid > 0;
 		struct pollfd p[4] = {
-		        {.fd = in_open && (!s.active || s.c.pending.len == 0) ? in_fd : -1,
+		        {.fd = in_open && (!s.active || s.c.pending.len == 0 || s.c.exited) ? in_fd
+		                                                                            : -1,
 		         .events = POLLIN},
 		        {.fd = running && s.c.pending.len ? s.c.in : -1, .events = POLLOUT},
 		        {.fd = running ? s.c.out : -1, .events = POLLIN},

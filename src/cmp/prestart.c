@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,11 @@ struct offer {
 	char *pod;    /* its name, once created (or leased from the pool) */
 	bool to_pool; /* a warm-pool pod (fn_pool.h): leased for the render, offered, given back */
 	struct fn_session *session; /* the render's call session with it, when it runs */
+	bool exec;                  /* an exec-mode pod: a session is opened once it started */
+	struct json *created;       /* the create's answer, for the opener's watch */
+	pthread_t opener;           /* the thread that opens the session (opener_started) */
+	bool opener_started;
+	struct prestart *owner;
 };
 
 struct prestart {
@@ -61,6 +67,7 @@ struct prestart {
 	bool pooling;
 	char *holder;
 	long long lease_until;
+	volatile sig_atomic_t stop_openers; /* set when generate is done: openers give up */
 };
 
 /* The render's leases on pool pods last to generate's deadline and this much more. */
@@ -153,6 +160,38 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 	return 1;
 }
 
+/* A cold exec-mode pod's session, opened by its own thread once the pod started (the offer
+ * says "session PID"; the shim that claims it waits for the socket, or its ".none" marker:
+ * fn_session.h). Its shim still deletes the pod when done. */
+static void *open_when_started(void *arg)
+{
+	struct offer *o = arg;
+	struct prestart *p = o->owner;
+	cleanup_free char *sock = prestart_offer_session_path(p->dir, o->key, o->pod);
+	cleanup_err struct err *e = NULL;
+	int rc = fn_session_open_when_started(p->cfg, p->ns, o->pod, o->created, sock, p->deadline,
+	                                      &p->stop_openers, &signals_cancel, &o->session, &e);
+	if (rc != 0) {
+		log_debug("%s: no call session with pod %s/%s: %s", o->image, p->ns, o->pod,
+		          e ? e->msg : "it did not start while generate ran");
+		cleanup_free char *none = fn_session_none_path(sock);
+		touch(none);
+	}
+	return NULL;
+}
+
+static void start_opener(struct prestart *p, struct offer *o, struct json *created)
+{
+	o->owner = p;
+	o->created = created;
+	o->opener_started = pthread_create(&o->opener, NULL, open_when_started, o) == 0;
+	if (!o->opener_started) {
+		cleanup_free char *sock = prestart_offer_session_path(p->dir, o->key, o->pod);
+		cleanup_free char *none = fn_session_none_path(sock);
+		touch(none);
+	}
+}
+
 /* Creates the pods and offers each as it exists; stops early when generate is done, the
  * group is signalled, or a full ResourceQuota refuses one. Returns how many exist. */
 static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int pipe_r)
@@ -187,7 +226,14 @@ static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int 
 		created++;
 		o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
 		cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
-		touch(file);
+		if (o->exec) { /* its session comes once it started */
+			cleanup_free char *note = xasprintf("session %ld\n", (long)getpid());
+			prestart_offer_write(file, note);
+			start_opener(p, o, pod);
+			pod = NULL; /* the opener's now */
+		} else {
+			touch(file);
+		}
 		unlink(marker);
 		log_debug("pod %s for %s offered", o->pod, o->image);
 	}
@@ -298,6 +344,17 @@ static void janitor_main(struct prestart *p, int pipe_r)
 	unsigned created = create_and_offer(p, c, pipe_r), claimed = 0, deleted = 0;
 	while (!signals_cancel && !parent_done(pipe_r, 1000))
 		;
+	p->stop_openers = 1;
+	for (size_t i = 0; i < p->n; i++) {
+		struct offer *o = &p->offers[i];
+		if (o->opener_started)
+			pthread_join(o->opener, NULL);
+		o->opener_started = false;
+		if (!o->to_pool && o->session) { /* its shim deleted the pod, or it goes below */
+			fn_session_close(o->session);
+			o->session = NULL;
+		}
+	}
 	delete_unclaimed(p, c, &claimed, &deleted);
 	unsigned retired = 0;
 	cleanup_err struct err *pe = NULL;
@@ -375,6 +432,7 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 		}
 	} else {
 		pod_spec_build(&req, &s, &b);
+		o->exec = req.exec_argv != NULL;
 	}
 	o->body = buf_steal(&b, &o->len);
 	settings_clear(&s);
@@ -384,6 +442,7 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 
 static void offer_clear(struct offer *o)
 {
+	json_free(o->created);
 	free(o->body);
 	free(o->image);
 	free(o->pod);

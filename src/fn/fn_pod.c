@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
 #include "fn/fn_pool.h"
+#include "fn/fn_session.h"
 #include "fn/prestart_offer.h"
 #include "fn/shim_marker.h"
 #include "kube/kube_api.h"
@@ -135,11 +136,20 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	cleanup_free char *note = prestart_offer_note(p->s->prestart_dir, key, p->name);
 	p->pool_offer = note && strncmp(note, "pool ", 5) == 0;
 	p->warm = p->pool_offer && strstr(note, " warm") != NULL;
-	if (p->warm) {
+	/* a cold exec pod whose session the janitor opens once it started ("session PID") */
+	long janitor = 0;
+	bool coming = !p->pool_offer && note && sscanf(note, "session %ld", &janitor) == 1;
+	if (p->warm || coming) {
 		p->session = prestart_offer_session_path(p->s->prestart_dir, key, p->name);
-		if (access(p->session, F_OK) < 0) {
+		bool there =
+		        coming ? fn_session_await(p->session, janitor,
+		                                  min64(p->start_deadline, p->deadline), p->cancel)
+		               : access(p->session, F_OK) == 0;
+		if (!there) {
 			free(p->session);
 			p->session = NULL;
+		} else if (coming) {
+			p->warm = true; /* it runs: the session says all there is to know */
 		}
 	}
 	return 1;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,14 @@
 #include "agent/agent_frame.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "kube/kube_api.h"
 #include "kube/kube_stream.h"
+#include "kube/kube_watch.h"
 #include "pod/pod_names.h"
 
 const char *const fn_session_command[] = {POD_AGENT_BINARY, "serve", POD_AGENT_WORK_DIR, NULL};
@@ -327,4 +330,69 @@ bool fn_session_close(struct fn_session *s)
 		          s->res.got_status ? s->res.status_message : "");
 	session_free(s);
 	return clean;
+}
+
+/* --- Sessions with pods that are starting ------------------------------------------- */
+
+/* Whether st says the pod will not start by itself. */
+static bool will_not_start(const struct pod_state *st)
+{
+	if (st->deleted || st->cstate == CS_TERMINATED || strcmp(st->phase, "Failed") == 0)
+		return true;
+	if (st->cstate == CS_WAITING && st->c_reason[0] &&
+	    strcmp(st->c_reason, "ContainerCreating") != 0)
+		return true;
+	return st->init_name[0] != '\0' && !st->init_done &&
+	       (st->init_cstate == CS_TERMINATED ||
+	        (st->init_cstate == CS_WAITING && st->init_reason[0] &&
+	         strcmp(st->init_reason, "PodInitializing") != 0 &&
+	         strcmp(st->init_reason, "ContainerCreating") != 0));
+}
+
+int fn_session_open_when_started(struct kube_config *cfg, const char *ns, const char *pod,
+                                 const struct json *created, const char *sock_path,
+                                 int64_t deadline_ms, volatile sig_atomic_t *stop,
+                                 volatile sig_atomic_t *cancel, struct fn_session **out,
+                                 struct err **err)
+{
+	struct pod_watch *w = NULL;
+	if (pod_watch_start(cfg, ns, pod, POD_CONTAINER_NAME, created, &w, err) < 0)
+		return -1;
+	struct pod_state st = {0};
+	int started = 0;
+	while (started == 0 && !*stop && now_ms() < deadline_ms) {
+		int64_t until = now_ms() + 200;
+		if (pod_watch_wait(w, st.generation, until < deadline_ms ? until : deadline_ms,
+		                   stop, &st, err) < 0) {
+			pod_watch_stop(w);
+			return -1;
+		}
+		if (st.started_event || st.cstate == CS_RUNNING)
+			started = 1;
+		else if (will_not_start(&st))
+			started = -1;
+	}
+	pod_watch_stop(w);
+	if (started <= 0 || *stop)
+		return 1;
+	return fn_session_open(cfg, ns, pod, sock_path, deadline_ms, cancel, out, err);
+}
+
+char *fn_session_none_path(const char *sock_path)
+{
+	return xasprintf("%s.none", sock_path);
+}
+
+bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until,
+                      volatile sig_atomic_t *cancel)
+{
+	cleanup_free char *none = fn_session_none_path(sock_path);
+	for (;;) {
+		if (access(sock_path, F_OK) == 0)
+			return true;
+		if (access(none, F_OK) == 0 || *cancel || now_ms() >= until ||
+		    (janitor_pid > 0 && kill((pid_t)janitor_pid, 0) < 0 && errno == ESRCH))
+			return false;
+		sleep_ms(5, cancel);
+	}
 }

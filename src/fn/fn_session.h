@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "kube/kubeconfig.h"
 
 struct fn_session;
@@ -30,6 +31,29 @@ extern const char *const fn_session_command[];
 int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, const char *sock_path,
                     int64_t deadline_ms, volatile sig_atomic_t *cancel, struct fn_session **out,
                     struct err **err);
+
+/* For a pod just created (`created`, the create's answer; may be NULL): waits, with a watch
+ * of its own, until its function container started (the kubelet's Started event or the
+ * status), then opens the session as above. Gives up (returns 1, no session) when the pod
+ * will not start by itself (a waiting reason other than ContainerCreating, a failed
+ * installer, an ended container, its deletion), at deadline_ms, or once *stop is non-zero.
+ * `cancel` is the session's, as above.
+ * Returns 0 with *out, 1, or -1 with *err. */
+int fn_session_open_when_started(struct kube_config *cfg, const char *ns, const char *pod,
+                                 const struct json *created, const char *sock_path,
+                                 int64_t deadline_ms, volatile sig_atomic_t *stop,
+                                 volatile sig_atomic_t *cancel, struct fn_session **out,
+                                 struct err **err);
+
+/* Shim side: for a pod offered with a session on its way (generate's janitor opens it once
+ * the pod started), waits until the socket sock_path is there (true), or its marker
+ * "SOCK.none" says there will be none, the janitor (janitor_pid) is gone, `until` (now_ms()
+ * clock) passed or *cancel was set (false). */
+bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until,
+                      volatile sig_atomic_t *cancel);
+
+/* The marker's path for sock_path (a new string). */
+char *fn_session_none_path(const char *sock_path);
 
 /* Ends the session: no more connections, the pod's stdin closed, its stream waited for
  * (until the deadline given to fn_session_open), the socket removed. Returns true when

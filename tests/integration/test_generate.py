@@ -3,6 +3,7 @@ drives the shim against kubesim, in the environment Argo CD's CMP server gives a
 (ARGOCD_* variables, in-cluster token credentials, its own process group), including its
 kill sequence at the deadline."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -489,6 +490,40 @@ def test_prestart_claims_and_cleans_up(kubesim, tmp_path):
     assert r.returncode == 1 and r.stdout == b"", err
     assert "2 pods started ahead" in err and "1 claimed, 1 unclaimed deleted" in err, err
     # (the kubesim fixture asserts that no pod is left)
+
+
+def test_exec_mode_prestarted_pods_serve_through_the_render_s_session(kubesim, tmp_path):
+    """Exec mode: the janitor opens a call session with each pod it started ahead once the
+    pod runs, and the shim that claims the pod calls through it; its only request is the
+    pod's delete. A pod that cannot start gets no session, and its shim reports why."""
+    from conftest import exec_settings
+    app = tmp_path / "app3"
+    app.mkdir()
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- f0.yaml\n- f1.yaml\n")
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n")
+    for i, image in enumerate(("example.com/fns/cat:v1", "example.com/fns/add-label:v1")):
+        (app / ("f%d.yaml" % i)).write_text(
+            "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: f%d\n  annotations:\n"
+            "    config.kubernetes.io/function: |\n      container:\n"
+            "        image: %s\ndata:\n  key: team\n  value: x\n" % (i, image))
+    env = cmp_env(kubesim, tmp_path, KRMPOD_LOG_LEVEL="debug", **exec_settings())
+    before = len(kubesim.requests())
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and b"team: x" in r.stdout, err
+    assert err.count("session call: ") == 2, err
+    assert [int(x) for x in re.findall(r"image=\S+ .* exit=0 requests=(\d+)", err)] == [1, 1], err
+    execs = [l for l in kubesim.requests()[before:] if "/exec?" in l]
+    assert len(execs) == 2 and all("&command=serve&" in l for l in execs), execs
+    # an image the nodes cannot pull (its config is in the registry): no session, the shim
+    # waits for the pod itself and says why
+    kubesim.faults(pull_fail_images=["add-label"])
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and r.stdout == b"", err
+    assert "no call session with pod" in err, err
+    assert "example.com/fns/add-label:v1" in err and "ImagePullBackOff" in err, err
 
 
 def test_prestart_waits_out_a_throttled_delete_of_an_unclaimed_pod(kubesim, tmp_path):
