@@ -159,6 +159,10 @@ static int spawn(const struct kustomize_opts *o, struct child *c, struct err **e
 	return 0;
 }
 
+/* How close to the deadline a failure counts as the deadline's (the shims compute theirs
+ * from the same epoch time, a few ms apart). */
+#define DEADLINE_SLACK_MS 250
+
 /* Collects kustomize's output until it ended and its stdout closed, or until it must be
  * stopped (the reason is returned; an output over the limit leaves its error in *limit_err). */
 static enum stop pump(const struct kustomize_opts *o, struct child *c, struct buf *out,
@@ -250,6 +254,10 @@ int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **
 	else
 		reap(c.pid, o->keep, &c.status, &c.pid_done);
 	close(c.fd);
+	/* The shims' KRMPOD_TIMEOUT ends with generate's deadline (KRMPOD_DEADLINE_MS): a
+	 * kustomize that failed at that moment failed because of it, whoever noticed first. */
+	if (why == STOP_NONE && c.status != 0 && now_ms() + DEADLINE_SLACK_MS >= o->deadline_ms)
+		why = STOP_DEADLINE;
 	int rc = why != STOP_NONE ? stopped(o, &c, why, limit_err, err) : exited(o, c.status, err);
 	if (rc < 0)
 		buf_reset(out);

@@ -229,12 +229,10 @@ static int session_pump(struct session_call *c, int fd, const struct buf *header
 		if (fn_pod_is_cancelled(p))
 			return fn_pod_cancelled(p, "its call", err);
 		int64_t left = fn_pod_deadline(p) - now_ms();
-		if (left <= 0)
-			return err_set(err, ERR_TIMEOUT,
-			               "function %s: pod %s/%s: the call did not end within "
-			               "KRMPOD_TIMEOUT",
-			               fn_pod_request(p)->image, fn_pod_namespace(p),
-			               fn_pod_name(p));
+		if (left <= 0) { /* worded as for any stream past KRMPOD_TIMEOUT */
+			err_set(err, ERR_TIMEOUT, "the render's session: deadline reached");
+			return fn_output_stream_failed(p, err);
+		}
 		if (c->exit_seen && !in_done) { /* the function is done: its stdin ends */
 			frame_header(FRAME_IN_END, 0, head);
 			buf_append(&q, head, sizeof(head), "session", NULL);
