@@ -321,6 +321,13 @@ bool fn_session_close(struct fn_session *s)
 	pthread_join(s->relay_thread, NULL);
 	close(s->to_agent); /* `krmpod serve` sees its stdin end between calls, and exits */
 	s->to_agent = -1;
+	/* What the pod still sends (a call cut off mid-output) is read and dropped until the
+	 * stream ends: unread, it would block the stream in its write, and serve in its own. */
+	fcntl(s->from_agent, F_SETFL, 0);
+	char sink[LIMIT_STDIN_CHUNK];
+	ssize_t n;
+	while ((n = read(s->from_agent, sink, sizeof(sink))) > 0 || (n < 0 && errno == EINTR))
+		;
 	pthread_join(s->stream_thread, NULL);
 	bool clean = !s->broken && s->stream_rc == 0 && s->res.got_status && s->res.status_success;
 	if (!clean)

@@ -526,6 +526,35 @@ def test_exec_mode_prestarted_pods_serve_through_the_render_s_session(kubesim, t
     assert "example.com/fns/add-label:v1" in err and "ImagePullBackOff" in err, err
 
 
+def test_a_shim_killed_during_a_large_session_call_does_not_hang_generate(kubesim, tmp_path):
+    """A shim SIGKILLed while several MB stream through its session: the pod keeps
+    writing into the session nobody reads any more; the janitor must still end it, and
+    generate exit at once with the pod gone (the chaos soak found a hang here)."""
+    from conftest import exec_settings
+    app = fn_app(tmp_path, "example.com/fns/cat:v1")
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n"
+                                 "data:\n  big: " + "v" * (24 << 20) + "\n")
+    env = cmp_env(kubesim, tmp_path, **exec_settings())
+    proc = subprocess.Popen([KRMPOD_BIN, "generate"], cwd=str(app), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    t0 = time.monotonic()
+    shim = None
+    while shim is None and time.monotonic() - t0 < 30:
+        out = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "docker run"],
+                             stdout=subprocess.PIPE).stdout.split()
+        reqs = [l for l in kubesim.requests() if "command=serve" in l]
+        if out and reqs:
+            shim = int(out[0])
+        time.sleep(0.02)
+    assert shim, "no shim with a session"
+    time.sleep(0.05)  # its call streams
+    os.kill(shim, signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and out == b"", err.decode()
+    # (the kubesim fixture asserts that no pod is left)
+
+
 def test_prestart_waits_out_a_throttled_delete_of_an_unclaimed_pod(kubesim, tmp_path):
     """The janitor's DELETE of an unclaimed pod, throttled with Retry-After, is retried
     within generate's deadline instead of given up after 3 s with the pod left behind."""
