@@ -81,12 +81,13 @@ def shim_dir(tmp_path):
 TEST_MODE = os.environ.get("KRMPOD_TEST_MODE", "attach")
 EXEC_MODE = TEST_MODE == "exec"
 # What the mode adds to a pod: exec mode's installer container comes first, before "fn".
-MODE_CONTAINERS = ["krmpod", "fn"] if EXEC_MODE else ["fn"]
 
 
-def fn_container(spec):
-    """The function's container of a pod spec (exec mode puts the installer before it)."""
-    assert [c["name"] for c in spec["containers"]] == MODE_CONTAINERS, spec["containers"]
+def fn_container(spec, exec_mode=None):
+    """The function's container of a pod spec (exec mode puts the installer before it);
+    exec_mode: whether the pod is exec mode's (default: the suite's mode)."""
+    want = ["krmpod", "fn"] if (EXEC_MODE if exec_mode is None else exec_mode) else ["fn"]
+    assert [c["name"] for c in spec["containers"]] == want, spec["containers"]
     return spec["containers"][-1]
 # What a function sees besides what its config names, by mode: kubesim's runtime adds PATH
 # and HOSTNAME (the shell PWD, SHLVL, _); exec mode gives each call its own HOME and

@@ -70,7 +70,8 @@ def test_a_second_call_reuses_the_pod(pool):
     [p] = pool_pods(pool)
     assert p["metadata"]["name"] == pod1 and state(p) == "idle", p["metadata"]
     assert "krmpod.dev/lease-holder" not in p["metadata"]["annotations"]
-    assert fn_container(p["spec"])["securityContext"]["readOnlyRootFilesystem"] is True
+    assert fn_container(p["spec"], exec_mode=True)["securityContext"][
+        "readOnlyRootFilesystem"] is True
     assert "ownerReferences" not in p["metadata"]  # shared by every replica
     second = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=data,
                       env=pool_env(pool, KRMPOD_LOG_LEVEL="debug"))
