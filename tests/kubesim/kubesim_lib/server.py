@@ -401,8 +401,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
-        self.wfile.write(body)
         self.logged = code
+        self.log_before_body()
+        self.wfile.write(body)
 
     def send_status(self, code, reason, message, details=None, headers=None):
         self.send_json(code, status(code, reason, message, details), headers)
@@ -422,8 +423,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
-        self.wfile.write(body)
         self.logged = code
+        self.log_before_body()
+        self.wfile.write(body)
 
     def start_chunked(self, ctype):
         self.send_response(200)
@@ -433,6 +435,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.logged = 200
         self.log_stream_start()
+
+    def log_before_body(self):
+        """A whole response is logged before its body goes out: a client that read it and
+        exited finds its request in the log (logged after, a test reading the log at once
+        could miss it under load)."""
+        if not self.path.startswith("/kubesim/") and not self.logged_early:
+            self.server.log_line(self.command, self.path, self.logged)
+            self.logged_early = True
 
     def log_stream_start(self):
         """A stream (watch, log follow, attach/exec) is logged when it starts, so that the
@@ -545,7 +555,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return True
         self.close_connection = True  # its body, if any, is not read
         self.send_text(404, "404 page not found: kubesim serves the API under %s/\n" % prefix)
-        self.server.log_line(self.command, self.path, 404)
         return False
 
     def dispatch(self, method):
