@@ -398,8 +398,12 @@ class Soak:
                 n = soaklib.fd_count(gen.pid)
                 if n is not None:
                     m["fd_samples"].append(n)
-                    if shims and m["fd_with_fn"] is None:
-                        m["fd_with_fn"] = n
+                    # the fewest seen while a function runs: a descriptor generate
+                    # holds for a moment (its poll loop reads /proc/self/.../children)
+                    # is not one it keeps; a leak raises every sample
+                    if shims:
+                        m["fd_with_fn"] = n if m["fd_with_fn"] is None else \
+                            min(m["fd_with_fn"], n)
                 for pid, st in procs.items():
                     if st[0] == gen.pid and st[1] == "Z":
                         first = m["zombies"].setdefault(pid, now)
