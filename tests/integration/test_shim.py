@@ -6,7 +6,7 @@ import re
 import signal
 import time
 
-from conftest import AGENT_MOUNTS, EXEC_MODE, HELPER_IMAGE, KUSTOMIZE_RUN, base_env, fn_container, no_sanitizer_reports, run_shim, start_shim
+from conftest import AGENT_MOUNTS, EXEC_MODE, HELPER_IMAGE, KUSTOMIZE_RUN, base_env, exec_settings, fn_container, no_sanitizer_reports, run_shim, start_shim
 
 # semver 2.0 without build metadata, as golang.org/x/mod/semver (kpt's check) reads it:
 # numeric identifiers without leading zeros, pre-release identifiers of [0-9A-Za-z-].
@@ -187,6 +187,21 @@ def test_mounts_that_cannot_work_are_refused_clearly(kubesim):
     r = run_shim(kubesim, ["run", "--mount", "type=volume,source=/a,target=/b", "example.com/cat"])
     assert r.returncode == 125
     assert b"named docker volumes cannot exist in a cluster" in r.stderr, r.stderr
+
+
+def test_exec_mode_with_a_helper_image_that_cannot_be_pulled_names_it(kubesim):
+    """Exec mode without mounts: the installer container cannot pull, so the function
+    container's command (krmpod, which it would have installed) cannot start either."""
+    missing = "example.com/krmpod/missing:v1"
+    env = base_env(kubesim, **dict(exec_settings(), KRMPOD_HELPER_IMAGE=missing))
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=b"x\n", env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 125, err
+    assert "installer container krmpod" in err, err
+    assert "KRMPOD_HELPER_IMAGE=" + missing in err, err
+    assert r.stdout == b""
+    assert kubesim.pods() == []
+    no_sanitizer_reports(r.stderr)
 
 
 def test_unknown_docker_command(kubesim):

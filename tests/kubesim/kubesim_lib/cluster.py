@@ -13,6 +13,7 @@ states (the kubelet holds the phase back until the pod is cleaned up). The perio
 0 makes every change visible at once (still in that order)."""
 import copy
 import datetime
+import errno
 import os
 import random
 import re
@@ -1164,7 +1165,8 @@ class Cluster:
                 c.message = ("failed to create containerd task: failed to create shim task: "
                              "OCI runtime create failed: runc create failed: unable to start "
                              "container process: exec: \"%s\": %s: unknown"
-                             % (argv[0], runc_exec_error(argv[0], e)))
+                             % ((cspec.get("command") or argv)[0],
+                                runc_exec_error((cspec.get("command") or argv)[0], e)))
                 c.finished_at = c.started_at
                 c.out_eof.set()
                 c.err_eof.set()
@@ -1183,6 +1185,10 @@ class Cluster:
         """Starts a process in container c's view (env, cwd, mounts): its main process or an
         exec session."""
         if c.drop_caps:
+            # setpriv itself always starts, so a command that cannot be executed would end
+            # as setpriv's exit code 127 and look like a process that ran: check it first,
+            # as runc does before it starts anything.
+            _check_executable(argv[0], c.env.get("PATH", ""))
             argv = SETPRIV + list(argv)
         return subprocess.Popen(argv, stdin=subprocess.PIPE if want_stdin else
                                 subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -1274,6 +1280,15 @@ class Cluster:
                 fn("exit", None)
         self._request_relist(rt)
         self._maybe_finalize(rt)
+
+
+def _check_executable(path, search):
+    """Raises the OSError an exec of path would, without executing it."""
+    found = path if "/" in path else shutil.which(path, path=search)
+    if found is None or not os.path.isfile(found):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    if not os.access(found, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
 
 
 def runc_exec_error(path, e):
