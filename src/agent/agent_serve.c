@@ -229,7 +229,10 @@ int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, st
 					        "the session's stdin ended inside a frame: the "
 					        "call was abandoned");
 				}
-				if (s.active && !s.c.in_end) {
+				/* The janitor closes the session between calls: one still
+				 * running (its stdin sent whole or not) was cut off, and must
+				 * not run on in the pod. */
+				if (s.active && !s.c.exited) {
 					abandon_call(&s);
 					return err_set(
 					        err, ERR_NET,

@@ -44,10 +44,14 @@ struct offer {
 	char *pod;    /* its name, once created (or leased from the pool) */
 	bool to_pool; /* a warm-pool pod (fn_pool.h): leased for the render, offered, given back */
 	struct fn_session *session; /* the render's call session with it, when it runs */
-	bool exec;                  /* an exec-mode pod: a session is opened once it started */
-	struct json *created;       /* the create's answer, for the opener's watch */
-	pthread_t opener;           /* the thread that opens the session (opener_started) */
+	/* An exec-mode pod: a session is opened once it started, and the pod is the render's:
+	 * every function of its key calls through it in turn (each shim gives the offer back
+	 * after a clean call), and the janitor deletes it when generate is done. */
+	bool exec;
+	struct json *created; /* the create's answer, for the opener's watch */
+	pthread_t opener;     /* the thread that opens the session (opener_started) */
 	bool opener_started;
+	unsigned calls; /* the calls its session relayed (known once closed) */
 	struct prestart *owner;
 };
 
@@ -162,7 +166,7 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 
 /* A cold exec-mode pod's session, opened by its own thread once the pod started (the offer
  * says "session PID"; the shim that claims it waits for the socket, or its ".none" marker:
- * fn_session.h). Its shim still deletes the pod when done. */
+ * fn_session.h). The pod is the render's (struct offer, exec). */
 static void *open_when_started(void *arg)
 {
 	struct offer *o = arg;
@@ -226,8 +230,8 @@ static unsigned create_and_offer(struct prestart *p, struct kube_client *c, int 
 		created++;
 		o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
 		cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
-		if (o->exec) { /* its session comes once it started */
-			cleanup_free char *note = xasprintf("session %ld\n", (long)getpid());
+		if (o->exec) { /* its session comes once it started; the pod is the render's */
+			cleanup_free char *note = xasprintf("session %ld render\n", (long)getpid());
 			prestart_offer_write(file, note);
 			start_opener(p, o, pod);
 			pod = NULL; /* the opener's now */
@@ -276,7 +280,7 @@ static void end_lease(struct prestart *p, struct kube_client *c, struct offer *o
 	cleanup_err struct err *e = NULL;
 	/* A session that did not end cleanly (a call cut short, the exec lost) retires the pod:
 	 * something of a call may still run in it. */
-	if (o->session && !fn_session_close(o->session)) {
+	if (o->session && !fn_session_close(o->session, NULL)) {
 		log_info("the call session with pool pod %s/%s did not end cleanly: the pod is "
 		         "retired",
 		         p->ns, o->pod);
@@ -317,15 +321,21 @@ static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned
 			end_lease(p, c, o, offered, claimed, deleted);
 			continue;
 		}
-		if (!offered) {
+		/* An exec-mode pod is the render's: given back by its shims after clean calls,
+		 * or kept by one whose call failed, it is the janitor's to delete either way. */
+		bool used = !offered || (o->exec && o->calls > 0);
+		if (used && !o->exec) {
 			(*claimed)++; /* a shim renamed it away: the pod is the shim's to delete */
 			continue;
 		}
 		cleanup_err struct err *de = NULL;
 		if (delete_one(c, p->ns, o->pod, &de) < 0)
-			log_warn("delete unclaimed pod %s/%s: %s", p->ns, o->pod, de->msg);
-		else
+			log_warn("delete %s pod %s/%s: %s", used ? "the render's" : "unclaimed",
+			         p->ns, o->pod, de->msg);
+		else if (!used)
 			(*deleted)++;
+		if (used)
+			(*claimed)++;
 	}
 }
 
@@ -350,8 +360,8 @@ static void janitor_main(struct prestart *p, int pipe_r)
 		if (o->opener_started)
 			pthread_join(o->opener, NULL);
 		o->opener_started = false;
-		if (!o->to_pool && o->session) { /* its shim deleted the pod, or it goes below */
-			fn_session_close(o->session);
+		if (!o->to_pool && o->session) { /* the pod goes below */
+			fn_session_close(o->session, &o->calls);
 			o->session = NULL;
 		}
 	}
@@ -431,8 +441,13 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 			memset(&s, 0, sizeof(s));
 		}
 	} else {
-		pod_spec_build(&req, &s, &b);
 		o->exec = req.exec_argv != NULL;
+		/* The render's pod serves every call of its key, one after another: it lives as
+		 * long as generate may (the shims' timeouts end with generate's deadline). */
+		int64_t render_life = p->deadline - now_ms() + PRESTART_LEASE_SLACK_MS;
+		if (o->exec && s.timeout_ms < render_life)
+			s.timeout_ms = render_life;
+		pod_spec_build(&req, &s, &b);
 	}
 	o->body = buf_steal(&b, &o->len);
 	settings_clear(&s);
@@ -449,12 +464,13 @@ static void offer_clear(struct offer *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* Whether o is a pool offer whose key has one already: kustomize runs the functions one
- * after another, and each gives the pod back to the render for the next. */
-static bool pool_offer_made(const struct prestart *p, const struct offer *o)
+/* Whether o is a pool or exec-mode offer whose key has one already: kustomize runs the
+ * functions one after another, and each gives the pod back to the render for the next. */
+static bool shared_offer_made(const struct prestart *p, const struct offer *o)
 {
-	for (size_t i = 0; o->to_pool && i < p->n; i++)
-		if (p->offers[i].to_pool && p->offers[i].key == o->key)
+	for (size_t i = 0; (o->to_pool || o->exec) && i < p->n; i++)
+		if (p->offers[i].to_pool == o->to_pool && p->offers[i].exec == o->exec &&
+		    p->offers[i].key == o->key)
 			return true;
 	return false;
 }
@@ -471,8 +487,7 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
 			continue;
 		if (make_offer(p, f, allow_network, shim_env, &p->offers[p->n]) == 0)
 			continue;
-		if (pool_offer_made(p,
-		                    &p->offers[p->n])) { /* the render's one pod serves them all */
+		if (shared_offer_made(p, &p->offers[p->n])) { /* the render's pod serves them all */
 			offer_clear(&p->offers[p->n]);
 			continue;
 		}

@@ -1,6 +1,8 @@
 /* fn_pod.c — see fn_pod.h and docs/internals/pod-lifecycle.md. */
 #include "fn/fn_pod.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,8 @@ struct fn_pod {
 	size_t pool_idle;
 	bool warm;
 	bool pool_offer; /* a pool pod leased by generate's janitor: given back to the offers */
+	bool render_pod; /* an exec-mode pod the janitor started for the render: the same */
+	pid_t janitor;   /* that janitor */
 	char *session;   /* its call session's socket (fn_session.h), when the janitor holds one */
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
@@ -136,9 +140,12 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	cleanup_free char *note = prestart_offer_note(p->s->prestart_dir, key, p->name);
 	p->pool_offer = note && strncmp(note, "pool ", 5) == 0;
 	p->warm = p->pool_offer && strstr(note, " warm") != NULL;
-	/* a cold exec pod whose session the janitor opens once it started ("session PID") */
+	/* a cold exec pod whose session the janitor opens once it started ("session PID
+	 * render"): the render's, for every function of this key in turn */
 	long janitor = 0;
 	bool coming = !p->pool_offer && note && sscanf(note, "session %ld", &janitor) == 1;
+	p->render_pod = coming && strstr(note, " render") != NULL;
+	p->janitor = (pid_t)janitor;
 	if (p->warm || coming) {
 		p->session = prestart_offer_session_path(p->s->prestart_dir, key, p->name);
 		bool there =
@@ -571,14 +578,26 @@ static int delete_pod(struct fn_pod *p, struct err **err)
 	return 0;
 }
 
-/* The pod after the run: a leased pool pod goes back to its pool after a clean call (while
- * the pool has fewer than KRMPOD_WARM_POOL_SIZE idle pods), any other is deleted. */
+/* The pod after the run: a pod the render's janitor holds (a leased pool pod, an exec-mode
+ * pod it started) goes back to the render's offers after a clean call; a leased pool pod
+ * back to its pool (while the pool has fewer than KRMPOD_WARM_POOL_SIZE idle pods); any
+ * other is deleted. The render's exec-mode pod is the janitor's to delete, also after a
+ * failed call (its offer then stays taken: no other function of the render gets it). */
 static int end_pod(struct fn_pod *p, bool clean, struct err **err)
 {
-	if (p->pool_offer && clean &&
+	if (p->render_pod && kill(p->janitor, 0) < 0 && errno == ESRCH) {
+		log_debug("pod %s/%s: the render's janitor is gone", p->ns, p->name);
+		p->render_pod = false; /* nobody else will delete it */
+	}
+	if ((p->pool_offer || p->render_pod) && clean &&
 	    prestart_offer_give_back(p->s->prestart_dir, fn_config_key(p->req, p->s), p->name) ==
 	            0) {
-		log_debug("warm pool: pod %s/%s given back to the render", p->ns, p->name);
+		log_debug("pod %s/%s given back to the render", p->ns, p->name);
+		return 0;
+	}
+	if (p->render_pod) {
+		log_debug("pod %s/%s: left to the render's janitor after a failed call", p->ns,
+		          p->name);
 		return 0;
 	}
 	if (p->holder == NULL || p->pool_offer)

@@ -311,8 +311,10 @@ int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, co
 	return 0;
 }
 
-bool fn_session_close(struct fn_session *s)
+bool fn_session_close(struct fn_session *s, unsigned *calls)
 {
+	if (calls)
+		*calls = 0;
 	if (s == NULL)
 		return false;
 	char c = 1;
@@ -329,6 +331,8 @@ bool fn_session_close(struct fn_session *s)
 	while ((n = read(s->from_agent, sink, sizeof(sink))) > 0 || (n < 0 && errno == EINTR))
 		;
 	pthread_join(s->stream_thread, NULL);
+	if (calls)
+		*calls = s->calls;
 	bool clean = !s->broken && s->stream_rc == 0 && s->res.got_status && s->res.status_success;
 	if (!clean)
 		log_debug("session with pod %s ends %s after %u calls (%s%s%s)", s->pod,

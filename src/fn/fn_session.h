@@ -56,9 +56,10 @@ bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until,
 char *fn_session_none_path(const char *sock_path);
 
 /* Ends the session: no more connections, the pod's stdin closed, its stream waited for
- * (until the deadline given to fn_session_open), the socket removed. Returns true when
- * every call it relayed ended cleanly and `krmpod serve` exited 0: only then may the pod
- * serve again. NULL is fine (false). */
-bool fn_session_close(struct fn_session *s);
+ * (until the deadline given to fn_session_open), the socket removed; *calls (may be NULL)
+ * gets how many calls it relayed. Returns true when every call it relayed ended cleanly and
+ * `krmpod serve` exited 0: only then may the pod serve again. NULL is fine (false, 0
+ * calls). */
+bool fn_session_close(struct fn_session *s, unsigned *calls);
 
 #endif

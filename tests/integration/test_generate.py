@@ -493,29 +493,54 @@ def test_prestart_claims_and_cleans_up(kubesim, tmp_path):
 
 
 def test_exec_mode_prestarted_pods_serve_through_the_render_s_session(kubesim, tmp_path):
-    """Exec mode: the janitor opens a call session with each pod it started ahead once the
-    pod runs, and the shim that claims the pod calls through it; its only request is the
-    pod's delete. A pod that cannot start gets no session, and its shim reports why."""
+    """Exec mode: the janitor starts one pod per function key of the render and opens a
+    call session with it once it runs; every shim of that key calls through it in turn and
+    gives it back, making no API request; the janitor deletes it at the end. A pod that
+    cannot start gets no session, and its shim reports why."""
     from conftest import exec_settings
     app = tmp_path / "app3"
     app.mkdir()
     (app / "kustomization.yaml").write_text(
-        "resources:\n- cm.yaml\ntransformers:\n- f0.yaml\n- f1.yaml\n")
+        "resources:\n- cm.yaml\ntransformers:\n- f0.yaml\n- f1.yaml\n- f2.yaml\n")
     (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n")
-    for i, image in enumerate(("example.com/fns/cat:v1", "example.com/fns/add-label:v1")):
+    images = ("example.com/fns/add-label:v1", "example.com/fns/cat:v1",
+              "example.com/fns/add-label:v1")
+    for i, image in enumerate(images):
         (app / ("f%d.yaml" % i)).write_text(
             "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: f%d\n  annotations:\n"
             "    config.kubernetes.io/function: |\n      container:\n"
-            "        image: %s\ndata:\n  key: team\n  value: x\n" % (i, image))
-    env = cmp_env(kubesim, tmp_path, KRMPOD_LOG_LEVEL="debug", **exec_settings())
+            "        image: %s\ndata:\n  key: team%d\n  value: x\n" % (i, image, i))
+    # a function's own timeout shorter than generate's: the render's pod outlives it
+    env = cmp_env(kubesim, tmp_path, KRMPOD_LOG_LEVEL="debug", KRMPOD_TIMEOUT="7s",
+                  **exec_settings())
     before = len(kubesim.requests())
     r = generate(app, env)
     err = r.stderr.decode()
-    assert r.returncode == 0 and b"team: x" in r.stdout, err
-    assert err.count("session call: ") == 2, err
-    assert [int(x) for x in re.findall(r"image=\S+ .* exit=0 requests=(\d+)", err)] == [1, 1], err
-    execs = [l for l in kubesim.requests()[before:] if "/exec?" in l]
+    assert r.returncode == 0 and b"team0: x" in r.stdout and b"team2: x" in r.stdout, err
+    assert err.count("session call: ") == 3, err
+    assert err.count("given back to the render") == 3, err
+    assert [int(x) for x in re.findall(r"image=\S+ .* exit=0 requests=(\d+)", err)] == \
+        [0, 0, 0], err
+    reqs = kubesim.requests()[before:]
+    execs = [l for l in reqs if "/exec?" in l]
     assert len(execs) == 2 and all("&command=serve&" in l for l in execs), execs
+    posts = [l for l in reqs if " POST " in l and "/pods?" in l]
+    assert len(posts) == 2, reqs  # one pod per function key, none of the shims' own
+    deletes = [l for l in reqs if " DELETE " in " %s " % l]
+    assert len(deletes) == 2, reqs  # the janitor's, at the end
+    assert "2 pods started ahead" in err and "2 claimed, 0 unclaimed deleted" in err, err
+    deadlines = [int(x) for x in re.findall(r'"activeDeadlineSeconds":(\d+)', err)]
+    assert len(deadlines) == 2 and all(d >= 50 for d in deadlines), deadlines
+    # a failed call: the pod stays the janitor's (no other function of the render gets it)
+    (app / "f1.yaml").write_text((app / "f1.yaml").read_text().replace(
+        "example.com/fns/cat:v1", "example.com/fail:v1"))
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "left to the render's janitor after a failed call" in err, err
+    assert "2 pods started ahead" in err and "2 claimed, 0 unclaimed deleted" in err, err
+    (app / "f1.yaml").write_text((app / "f1.yaml").read_text().replace(
+        "example.com/fail:v1", "example.com/fns/cat:v1"))
     # an image the nodes cannot pull (its config is in the registry): no session, the shim
     # waits for the pod itself and says why
     kubesim.faults(pull_fail_images=["add-label"])

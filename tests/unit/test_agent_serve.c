@@ -253,19 +253,36 @@ TEST(a_session_runs_calls_one_after_another)
 	fd_remove_tree(work, "test", NULL);
 }
 
-TEST(a_session_cut_during_a_call_kills_it)
+/* Starts a call that runs for 30 s (its stdin ended or not), then ends the session's stdin
+ * (a shim cut off, or the janitor closing the session): the call must be killed, not
+ * waited for, and serve must fail. */
+static void cut_a_running_call(bool stdin_sent)
 {
 	char work[] = "/tmp/krmpod-serve-work-XXXXXX";
 	struct session s;
 	session_in_scratch(work, &s);
 	const char *h = "{\"argv\":[\"/bin/sh\",\"-c\",\"echo started; exec sleep 30\"]}\n";
 	CHECK_INT(frame_write(s.to, FRAME_IN, h, strlen(h), NULL), 0);
+	if (stdin_sent)
+		CHECK_INT(frame_write(s.to, FRAME_IN_END, "", 0, NULL), 0);
 	char buf[64];
 	CHECK(read(s.from, buf, sizeof(buf)) > 0); /* the 'o' frame of "started" */
 	time_t t0 = time(NULL);
 	CHECK_INT(session_end(&s), 1); /* stdin ended inside the call: an error */
 	CHECK(time(NULL) - t0 < 10);   /* the call was killed, not waited for */
 	fd_remove_tree(work, "test", NULL);
+}
+
+TEST(a_session_cut_during_a_call_kills_it)
+{
+	cut_a_running_call(false);
+}
+
+/* The janitor closes the session while a call whose stdin it had whole still runs (its
+ * shim was interrupted, say). */
+TEST(a_session_closed_during_a_call_with_its_stdin_sent_kills_it)
+{
+	cut_a_running_call(true);
 }
 
 TEST(a_wrong_frame_ends_the_session)
@@ -296,6 +313,7 @@ int main(int argc, char **argv)
 	RUN(frames_out_of_step_fail);
 	RUN(a_session_runs_calls_one_after_another);
 	RUN(a_session_cut_during_a_call_kills_it);
+	RUN(a_session_closed_during_a_call_with_its_stdin_sent_kills_it);
 	RUN(a_wrong_frame_ends_the_session);
 	return check_summary();
 }
