@@ -7,9 +7,11 @@
  * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR; its files are
  * described in fn/prestart_offer.h) under KEY, fn_config_key() of its request. A shim
  * computes the key of the request it was given and claims a matching pod (fn_pod.c); with
- * no match it creates its own pod as always. The key covers the whole pod spec except activeDeadlineSeconds, so a claimed pod is
- * exactly the pod the shim would have created. When kustomize is done, generate deletes
- * every pod nobody claimed.
+ * no match it creates its own pod as always. The key covers the whole pod spec except
+ * activeDeadlineSeconds, so a claimed pod is exactly the pod the shim would have created.
+ * When kustomize is done, generate deletes every pod nobody claimed. In exec mode the
+ * render starts one pod per key, which every function of that key calls through in turn
+ * (docs/internals/exec-mode.md, "One pod per key and render"), and deletes it at the end.
  *
  * Not prestarted: functions with mounts (their files travel after the pod exists, per
  * shim), functions past the first `max` (KRMPOD_PRESTART_MAX), and any once the namespace's

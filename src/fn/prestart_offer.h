@@ -17,6 +17,9 @@
  * the file holding "pool HOLDER warm|cold": the shim that takes it does not delete it but,
  * after a clean call, gives the offer back (renames it out of claimed/ again) for the next
  * function of the same key; the janitor gives the lease back when the render is done.
+ * An exec-mode pod started ahead ("session PID render": the janitor PID opens its session
+ * once it started) is the render's in the same way: one per key, given back after each
+ * clean call, and deleted by the janitor when the render is done, taken or not.
  */
 #ifndef KRMPOD_PRESTART_OFFER_H
 #define KRMPOD_PRESTART_OFFER_H

@@ -551,6 +551,27 @@ def test_exec_mode_prestarted_pods_serve_through_the_render_s_session(kubesim, t
     assert "example.com/fns/add-label:v1" in err and "ImagePullBackOff" in err, err
 
 
+def test_exec_mode_functions_sharing_the_render_s_pod_leave_nothing_to_each_other(
+        kubesim, tmp_path):
+    """Two functions of one key call through the render's one pod: what the first writes
+    into its HOME, its TMPDIR or beside them is gone when the second runs."""
+    from conftest import exec_settings
+    app = fn_app(tmp_path, "example.com/fns/home-probe:v1")
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- fn.yaml\n- fn2.yaml\n")
+    (app / "fn2.yaml").write_text((app / "fn.yaml").read_text().replace(
+        "name: fn\n", "name: fn2\n"))
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_LOG_LEVEL="debug",
+                              **exec_settings()))
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "1 pods started ahead" in err and err.count("session call: ") == 2, err
+    assert err.count("home-probe: HOME=[]") == 2, err
+    assert err.count("home-probe: TMPDIR=[]") == 2, err
+    arounds = re.findall(r"home-probe: around=\[(.*)\]", err)
+    assert len(arounds) == 2 and not any("left" in a for a in arounds), arounds
+
+
 def test_a_shim_killed_during_a_large_session_call_does_not_hang_generate(kubesim, tmp_path):
     """A shim SIGKILLed while several MB stream through its session: the pod keeps
     writing into the session nobody reads any more; the janitor must still end it, and

@@ -4,6 +4,7 @@ pods/exec with its entrypoint from its image config (a real registry on the node
 conftest.exec_mode), its output byte for byte the direct run's, its exit code from the
 stream. Pod Security "restricted" admits the pod; the kernel's OOM killer is named; a
 registry that cannot be reached means attach mode, said once."""
+import re
 import time
 
 from apps import copy_fixture_app, fn_app
@@ -38,6 +39,28 @@ def test_pipeline_in_exec_mode_is_byte_exact(install, exec_mode, tmp_path):
         assert set(exit_codes(p)) <= {0, 137}, pod_summary(p)
     # no pod log was read: the output came over the exec alone
     assert "/log?" not in err
+
+
+def test_functions_of_one_key_share_the_render_s_pod(install, exec_mode, tmp_path):
+    """Three functions of one image (each its own config): one pod started ahead serves all
+    three through the render's session, byte for byte the direct run's, no API request
+    per call; the janitor deletes it at the end."""
+    app = fn_app(tmp_path, "add-label", data={"key": "team", "value": "x"}, functions=3)
+    for i in (1, 2):  # each function its own label
+        f = app / ("fn%d.yaml" % i)
+        f.write_text(f.read_text().replace("key: team", "key: team%d" % i))
+    r, pods = render(install, app, KRMPOD_LOG_LEVEL="debug", **exec_mode)
+    assert_ok(r)
+    direct = direct_build(app, tmp_path)
+    assert direct.returncode == 0, direct.stderr.decode()
+    assert r.stdout == direct.stdout, (r.stdout.decode(), direct.stdout.decode())
+    err = r.stderr.decode()
+    assert b"team2: x" in r.stdout, r.stdout.decode()
+    assert len(pods) == 1, [pod_summary(p) for p in pods.values()]
+    assert err.count("session call: ") == 3, err
+    assert re.findall(r"image=\S+ .* requests=(\d+)", err) == ["0", "0", "0"], err
+    assert "1 pods started ahead" in err and "1 claimed, 0 unclaimed deleted" in err, err
+    # (the install fixture fails the test if the pod is left)
 
 
 def test_exit_codes_come_from_the_stream(install, exec_mode, tmp_path):
