@@ -52,6 +52,10 @@ struct offer {
 	pthread_t opener;     /* the thread that opens the session (opener_started) */
 	bool opener_started;
 	unsigned calls; /* the calls its session relayed (known once closed) */
+	unsigned uses;  /* the render's functions of its key (exec mode, pool) */
+	/* Until build_offer(): the request and settings its shim will have. */
+	struct fn_request req;
+	struct settings s;
 	struct prestart *owner;
 };
 
@@ -316,6 +320,7 @@ static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned
 		if (o->pod == NULL)
 			continue;
 		cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
+		bool given_back = o->exec && prestart_offer_was_used(file);
 		bool offered = unlink(file) == 0;
 		if (o->to_pool) { /* given back after its calls, or never taken: idle again */
 			end_lease(p, c, o, offered, claimed, deleted);
@@ -323,7 +328,7 @@ static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned
 		}
 		/* An exec-mode pod is the render's: given back by its shims after clean calls,
 		 * or kept by one whose call failed, it is the janitor's to delete either way. */
-		bool used = !offered || (o->exec && o->calls > 0);
+		bool used = !offered || given_back || (o->exec && o->calls > 0);
 		if (used && !o->exec) {
 			(*claimed)++; /* a shim renamed it away: the pod is the shim's to delete */
 			continue;
@@ -403,28 +408,37 @@ const char *prestart_dir(const struct prestart *p)
 	return p ? p->dir : NULL;
 }
 
-/* Builds the offer for function f, resolved exactly as its shim will resolve it: the same
- * parser on the argv kustomize builds, the same fn_config_resolve() on the environment the
- * shim will get. Returns 0 when f is not prestarted (said at debug level). */
-static int make_offer(struct prestart *p, const struct kfn *f, bool allow_network,
-                      char *const *shim_env, struct offer *o)
+/* Resolves the offer for function f exactly as its shim will resolve it: the same parser
+ * on the argv kustomize builds, the same fn_config_resolve() on the environment the shim
+ * will get; its request and settings stay in o until build_offer(). Returns 0 when f is
+ * not prestarted (said at debug level). */
+static int resolve_offer(struct prestart *p, const struct kfn *f, bool allow_network,
+                         char *const *shim_env, struct offer *o)
 {
-	struct fn_request req = {0};
-	struct settings s = {0};
 	cleanup_err struct err *e = NULL;
-	if (request_for(f, f->network && allow_network, shim_env, &req, &e) < 0 ||
-	    fn_config_resolve(shim_env, p->cfg, &req, &s, &e) < 0) {
+	if (request_for(f, f->network && allow_network, shim_env, &o->req, &e) < 0 ||
+	    fn_config_resolve(shim_env, p->cfg, &o->req, &o->s, &e) < 0) {
 		log_debug("prestart: %s: not prestarted: %s", f->where, e->msg);
-		fn_request_clear(&req);
+		fn_request_clear(&o->req);
+		settings_clear(&o->s);
 		return 0;
 	}
 	if (p->ns == NULL)
-		p->ns = xstrdup(s.namespace);
-	o->key = fn_config_key(&req, &s);
+		p->ns = xstrdup(o->s.namespace);
+	o->key = fn_config_key(&o->req, &o->s);
 	o->image = xstrdup(f->image);
+	o->to_pool = o->req.pooled;
+	o->exec = !o->to_pool && o->req.exec_argv != NULL;
+	o->uses = 1;
+	return 1;
+}
+
+/* The pod of a resolved offer, as JSON in o->body; its request and settings go. */
+static void build_offer(struct prestart *p, struct offer *o)
+{
 	struct buf b;
 	buf_init(&b, 0);
-	if (req.pooled) { /* a pool pod leased for the render, made when none is idle */
+	if (o->to_pool) { /* a pool pod leased for the render, made when none is idle */
 		if (p->holder == NULL) {
 			p->holder = fn_pool_holder();
 			p->lease_until = (long long)(epoch_ms() + (p->deadline - now_ms()) +
@@ -433,26 +447,27 @@ static int make_offer(struct prestart *p, const struct kfn *f, bool allow_networ
 		char key[17];
 		fn_pool_key_text(o->key, key);
 		struct pod_pool_meta m = {key, p->holder, p->lease_until, 0};
-		pod_spec_build_pool(&req, &s, &m, &b);
-		o->to_pool = true;
+		pod_spec_build_pool(&o->req, &o->s, &m, &b);
 		if (!p->pooling) {
-			p->pool = s;
+			p->pool = o->s;
 			p->pooling = true;
-			memset(&s, 0, sizeof(s));
+			memset(&o->s, 0, sizeof(o->s));
 		}
 	} else {
-		o->exec = req.exec_argv != NULL;
-		/* The render's pod serves every call of its key, one after another: it lives as
-		 * long as generate may (the shims' timeouts end with generate's deadline). */
-		int64_t render_life = p->deadline - now_ms() + PRESTART_LEASE_SLACK_MS;
-		if (o->exec && s.timeout_ms < render_life)
-			s.timeout_ms = render_life;
-		pod_spec_build(&req, &s, &b);
+		/* The render's exec-mode pod serves its key's calls one after another, each
+		 * within KRMPOD_TIMEOUT, and all within generate's deadline (the shims' timeouts
+		 * end with it): it lives for the shorter of the two, plus kustomize's own time
+		 * between the calls. */
+		if (o->exec && o->uses > 1) {
+			int64_t calls = o->s.timeout_ms * (int64_t)o->uses;
+			int64_t render = p->deadline - now_ms();
+			o->s.timeout_ms = min64(calls, render) + PRESTART_LEASE_SLACK_MS;
+		}
+		pod_spec_build(&o->req, &o->s, &b);
 	}
 	o->body = buf_steal(&b, &o->len);
-	settings_clear(&s);
-	fn_request_clear(&req);
-	return 1;
+	settings_clear(&o->s);
+	fn_request_clear(&o->req);
 }
 
 static void offer_clear(struct offer *o)
@@ -461,18 +476,21 @@ static void offer_clear(struct offer *o)
 	free(o->body);
 	free(o->image);
 	free(o->pod);
+	settings_clear(&o->s);
+	fn_request_clear(&o->req);
 	memset(o, 0, sizeof(*o));
 }
 
-/* Whether o is a pool or exec-mode offer whose key has one already: kustomize runs the
- * functions one after another, and each gives the pod back to the render for the next. */
-static bool shared_offer_made(const struct prestart *p, const struct offer *o)
+/* The offer made already for o's key when o is a pool or exec-mode offer (kustomize runs the
+ * functions one after another, and each gives the pod back to the render for the next), or
+ * NULL. */
+static struct offer *shared_offer(struct prestart *p, const struct offer *o)
 {
 	for (size_t i = 0; (o->to_pool || o->exec) && i < p->n; i++)
 		if (p->offers[i].to_pool == o->to_pool && p->offers[i].exec == o->exec &&
 		    p->offers[i].key == o->key)
-			return true;
-	return false;
+			return &p->offers[i];
+	return NULL;
 }
 
 int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t max,
@@ -485,14 +503,18 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
 		const struct kfn *f = &fns[i];
 		if (f->has_mounts || (f->network && !allow_network))
 			continue;
-		if (make_offer(p, f, allow_network, shim_env, &p->offers[p->n]) == 0)
+		if (resolve_offer(p, f, allow_network, shim_env, &p->offers[p->n]) == 0)
 			continue;
-		if (shared_offer_made(p, &p->offers[p->n])) { /* the render's pod serves them all */
+		struct offer *made = shared_offer(p, &p->offers[p->n]);
+		if (made) { /* the render's pod serves them all */
+			made->uses++;
 			offer_clear(&p->offers[p->n]);
 			continue;
 		}
 		p->n++;
 	}
+	for (size_t i = 0; i < p->n; i++)
+		build_offer(p, &p->offers[i]);
 	if (p->n == 0)
 		return 0;
 	int pfd[2];

@@ -76,7 +76,20 @@ int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod)
 	cleanup_free char *from =
 	        xasprintf("%s/claimed/%016llx.%s", dir, (unsigned long long)key, pod);
 	cleanup_free char *to = prestart_offer_path(dir, key, pod);
+	cleanup_close int fd = open(from, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd >= 0) /* for the janitor: the offer served a call (best effort) */
+		fd_write_all(fd, PRESTART_OFFER_USED "\n", strlen(PRESTART_OFFER_USED "\n"), from,
+		             NULL);
 	return rename(from, to);
+}
+
+bool prestart_offer_was_used(const char *path)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (buf_read_file(path, 4096, "offer", ERR_IO, &text, &len, NULL) < 0)
+		return false;
+	return strstr(text, "\n" PRESTART_OFFER_USED "\n") != NULL;
 }
 
 /* Whether the janitor that wrote pending marker `path` still lives (and so will end the

@@ -9,7 +9,8 @@
  *                    its own: the janitor's create was sent first, so under a slow API
  *                    server a new one would only come later, and leave the offer unused;
  *   claimed/KEY.POD  an offer a shim took: rename(2) into claimed/ is atomic, so one pod
- *                    goes to one shim, and the pod is then that shim's to delete;
+ *                    goes to one shim, and the pod is then that shim's to delete
+ *                    (but for the render's pods below);
  *   sessions/KEY.POD the unix socket of the render's call session with a leased warm pool
  *                    pod (fn_session.h), made before the offer.
  *
@@ -25,6 +26,7 @@
 #define KRMPOD_PRESTART_OFFER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +48,12 @@ void prestart_offer_write(const char *path, const char *note);
  * not there). */
 char *prestart_offer_note(const char *dir, uint64_t key, const char *pod);
 int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod);
+
+/* The line a shim adds to an offer's note when it gives the offer back. */
+#define PRESTART_OFFER_USED "given back"
+
+/* Janitor side: whether the offer at path (not claimed now) was given back by a shim. */
+bool prestart_offer_was_used(const char *path);
 
 /* The paths of the files above (new strings). */
 char *prestart_offer_path(const char *dir, uint64_t key, const char *pod);
