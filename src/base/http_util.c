@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -86,4 +88,38 @@ const char *system_ca_file(void)
 		if (access(known[i], R_OK) == 0)
 			return known[i];
 	return NULL;
+}
+
+int64_t http_retry_after_ms(const char *value, time_t now)
+{
+	if (value == NULL)
+		return -1;
+	while (isspace((unsigned char)*value))
+		value++;
+	if (isdigit((unsigned char)*value)) {
+		int64_t secs = 0;
+		const char *p = value;
+		for (; isdigit((unsigned char)*p); p++) {
+			secs = secs * 10 + (*p - '0');
+			if (secs > 365 * 86400)
+				secs = 365 * 86400; /* far beyond any cap; avoids overflow */
+		}
+		while (isspace((unsigned char)*p))
+			p++;
+		return *p == '\0' ? secs * 1000 : -1;
+	}
+	/* HTTP-date (RFC 9110 IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT". */
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (end == NULL)
+		return -1;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end != '\0')
+		return -1;
+	time_t at = timegm(&tm);
+	if (at == (time_t)-1)
+		return -1;
+	return at <= now ? 0 : (int64_t)(at - now) * 1000;
 }

@@ -1,7 +1,11 @@
 /* http_util.h — what the two HTTP clients (kube/, registry/) share: libcurl's one-time
- * global set-up, URL query escaping, the HTTP reason phrases and the system CA bundle. */
+ * global set-up, URL query escaping, the HTTP reason phrases, the system CA bundle and the
+ * Retry-After header. */
 #ifndef KRMPOD_HTTP_UTIL_H
 #define KRMPOD_HTTP_UTIL_H
+
+#include <stdint.h>
+#include <time.h>
 
 #include "base/err.h"
 
@@ -19,5 +23,13 @@ const char *http_status_phrase(long status);
 /* The system CA bundle, in the usual places of Linux distributions and BSDs; NULL when
  * there is none. */
 const char *system_ca_file(void);
+
+/* The most bytes of a Retry-After header value kept (a longer one is cut, and then not
+ * valid). */
+#define HTTP_RETRY_AFTER_MAX_LEN 64
+
+/* Parses a Retry-After header value: delta-seconds or an HTTP-date (relative to `now`).
+ * Returns the wait in ms (0 for a date in the past), or -1 if the value is not valid. */
+int64_t http_retry_after_ms(const char *value, time_t now);
 
 #endif

@@ -44,17 +44,16 @@
 #define KRMPOD_VERSION "0.0.0-dev"
 #endif
 
-#define POLL_SLICE_MS       50    /* longest time between two checks of cancel/deadline */
-#define CONNECT_TIMEOUT_MS  10000 /* connecting (TCP + TLS) */
-#define REQUEST_TIMEOUT_MS  60000 /* a whole non-streaming request */
-#define MAX_RETRIES         5     /* retries after the first attempt (429, 5xx, connection) */
-#define RETRY_WAIT_CAP_MS   10000 /* longest single wait, Retry-After included */
-#define RETRY_BASE_MS       100   /* backoff without Retry-After: 100, 200, 400... ms */
-#define ERROR_QUOTE_MAX     512   /* bytes of a non-Status error body quoted in messages */
-#define ERROR_CAUSES_MAX    3     /* causes of a 400/422 added to the message */
-#define TCP_KEEPIDLE_S      30
-#define TCP_KEEPINTVL_S     10
-#define RETRY_AFTER_MAX_LEN 64
+#define POLL_SLICE_MS      50    /* longest time between two checks of cancel/deadline */
+#define CONNECT_TIMEOUT_MS 10000 /* connecting (TCP + TLS) */
+#define REQUEST_TIMEOUT_MS 60000 /* a whole non-streaming request */
+#define MAX_RETRIES        5     /* retries after the first attempt (429, 5xx, connection) */
+#define RETRY_WAIT_CAP_MS  10000 /* longest single wait, Retry-After included */
+#define RETRY_BASE_MS      100   /* backoff without Retry-After: 100, 200, 400... ms */
+#define ERROR_QUOTE_MAX    512   /* bytes of a non-Status error body quoted in messages */
+#define ERROR_CAUSES_MAX   3     /* causes of a 400/422 added to the message */
+#define TCP_KEEPIDLE_S     30
+#define TCP_KEEPINTVL_S    10
 
 struct kube_client {
 	struct kube_config *cfg; /* borrowed */
@@ -88,7 +87,7 @@ struct xfer {
 	long status;       /* known from the first body byte on, and after the transfer */
 	bool stopped;      /* the stream's on_data asked to stop */
 	bool body_too_big; /* the body passed LIMIT_API_BODY */
-	char retry_after[RETRY_AFTER_MAX_LEN];
+	char retry_after[HTTP_RETRY_AFTER_MAX_LEN];
 };
 
 enum abort_reason { ABORT_NONE, ABORT_CANCEL, ABORT_DEADLINE };
@@ -210,40 +209,6 @@ int kube_status_error(const char *method, const char *path, long status, const c
 		         reason ? reason : kube_status_reason(status));
 	}
 	return -1;
-}
-
-int64_t kube_retry_after_ms(const char *value, time_t now)
-{
-	if (value == NULL)
-		return -1;
-	while (isspace((unsigned char)*value))
-		value++;
-	if (isdigit((unsigned char)*value)) {
-		int64_t secs = 0;
-		const char *p = value;
-		for (; isdigit((unsigned char)*p); p++) {
-			secs = secs * 10 + (*p - '0');
-			if (secs > 365 * 86400)
-				secs = 365 * 86400; /* far beyond any cap; avoids overflow */
-		}
-		while (isspace((unsigned char)*p))
-			p++;
-		return *p == '\0' ? secs * 1000 : -1;
-	}
-	/* HTTP-date (RFC 9110 IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT". */
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (end == NULL)
-		return -1;
-	while (isspace((unsigned char)*end))
-		end++;
-	if (*end != '\0')
-		return -1;
-	time_t at = timegm(&tm);
-	if (at == (time_t)-1)
-		return -1;
-	return at <= now ? 0 : (int64_t)(at - now) * 1000;
 }
 
 /* --- The client ------------------------------------------------------------------------- */
@@ -723,7 +688,7 @@ static int retry_status(struct kube_client *c, const struct req *r, const struct
 {
 	if ((x->status != 429 && (x->status < 500 || x->status > 599)) || retries >= MAX_RETRIES)
 		return 0;
-	int64_t hinted = kube_retry_after_ms(x->retry_after, time(NULL));
+	int64_t hinted = http_retry_after_ms(x->retry_after, time(NULL));
 	int64_t wait = hinted >= 0 ? hinted : backoff_ms(retries);
 	if (wait > RETRY_WAIT_CAP_MS)
 		wait = RETRY_WAIT_CAP_MS;

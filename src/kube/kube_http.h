@@ -91,8 +91,4 @@ int kube_status_error(const char *method, const char *path, long status, const c
  * answers that carry no Status; "" for a status it has none for. */
 const char *kube_status_reason(long status);
 
-/* Parses a Retry-After header value: delta-seconds or an HTTP-date (relative to `now`).
- * Returns the wait in ms (0 for a date in the past), or -1 if the value is not valid. */
-int64_t kube_retry_after_ms(const char *value, time_t now);
-
 #endif

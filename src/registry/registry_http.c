@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -34,8 +35,11 @@
 #define REQUEST_TIMEOUT_MS 300000 /* a whole request */
 #define STALL_SECONDS      30L    /* a transfer that moves no byte this long is dropped */
 #define MAX_REDIRECTS      5L
-#define ERROR_QUOTE_MAX    512 /* bytes of an error body quoted in messages */
-#define ERRORS_NAMED_MAX   3   /* entries of a distribution "errors" list in messages */
+#define ERROR_QUOTE_MAX    512  /* bytes of an error body quoted in messages */
+#define ERRORS_NAMED_MAX   3    /* entries of a distribution "errors" list in messages */
+#define MAX_RETRIES        3    /* retries of a GET answered 429 or 5xx */
+#define RETRY_BASE_MS      200  /* backoff without Retry-After: 200, 400, 800 ms */
+#define RETRY_WAIT_CAP_MS  5000 /* a longer wait (Retry-After) is not waited: the answer stands */
 
 struct registry_http {
 	const struct registry_opts *o; /* borrowed */
@@ -51,6 +55,7 @@ struct xfer {
 	size_t max_bytes;
 	bool too_big;        /* a 2xx body passed max_bytes */
 	bool header_too_big; /* a WWW-Authenticate header passed LIMIT_REGISTRY_HEADER */
+	char retry_after[HTTP_RETRY_AFTER_MAX_LEN]; /* the answer's Retry-After header, or "" */
 };
 
 bool registry_url_allowed(const struct registry_opts *o, const char *url)
@@ -158,7 +163,26 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
-/* Keeps the first WWW-Authenticate header of each answer (a redirect starts a new one). */
+/* Keeps a Retry-After header's value, trimmed and cut to the buffer. */
+static void keep_retry_after(struct xfer *x, const char *p, size_t len)
+{
+	static const char name[] = "Retry-After:";
+	if (len < sizeof(name) - 1 || strncasecmp(p, name, sizeof(name) - 1) != 0)
+		return;
+	const char *v = p + sizeof(name) - 1, *end = p + len;
+	while (v < end && isspace((unsigned char)*v))
+		v++;
+	while (end > v && isspace((unsigned char)end[-1]))
+		end--;
+	size_t n = (size_t)(end - v);
+	if (n >= sizeof(x->retry_after))
+		n = sizeof(x->retry_after) - 1;
+	memcpy(x->retry_after, v, n);
+	x->retry_after[n] = '\0';
+}
+
+/* Keeps the first WWW-Authenticate header of each answer (a redirect starts a new one), and
+ * its Retry-After. */
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
@@ -167,8 +191,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
 		buf_reset(&x->r->challenge);
 		buf_reset(&x->r->body);
+		x->retry_after[0] = '\0';
 		return len;
 	}
+	keep_retry_after(x, p, len);
 	if (len < sizeof(name) - 1 || strncasecmp(p, name, sizeof(name) - 1) != 0 ||
 	    x->r->challenge.len > 0)
 		return len;
@@ -382,6 +408,55 @@ static int transfer_result(struct registry_http *h, const struct registry_get *g
 	return err_set(err, ERR_NET, "GET %s: %s%s", g->url, detail, hint);
 }
 
+/* Waits ms, ending early when the fetch is cancelled (-1 then, with *err). */
+static int retry_wait(const struct registry_opts *o, const char *url, int64_t ms, struct err **err)
+{
+	sleep_ms(ms, o->cancel);
+	return check_stop(o, url, err);
+}
+
+/* After an answer with status: whether it is retried (429 or 5xx, retries left, the wait
+ * within RETRY_WAIT_CAP_MS and before the deadline), said at info level. */
+static bool retry_after_status(const struct registry_opts *o, const char *url, long status,
+                               const char *retry_after, int retries, int64_t *wait)
+{
+	if ((status != 429 && (status < 500 || status > 599)) || retries >= MAX_RETRIES)
+		return false;
+	int64_t hinted = http_retry_after_ms(retry_after, time(NULL));
+	*wait = hinted >= 0 ? hinted : (int64_t)RETRY_BASE_MS << retries;
+	const char *phrase = http_status_phrase(status);
+	if (*wait > RETRY_WAIT_CAP_MS || (o->deadline_ms && now_ms() + *wait >= o->deadline_ms)) {
+		log_info("GET %s: %ld %s; not retrying: %s", url, status, phrase,
+		         *wait > RETRY_WAIT_CAP_MS ? "the registry asks for a longer wait"
+		                                   : "the deadline comes first");
+		return false;
+	}
+	log_info("GET %s: %ld %s; retrying in %lld ms%s (retry %d of %d)", url, status, phrase,
+	         (long long)*wait, hinted >= 0 ? " (Retry-After)" : "", retries + 1, MAX_RETRIES);
+	return true;
+}
+
+/* One exchange, no retry. */
+static int get_once(struct registry_http *h, const struct registry_get *g, struct xfer *x,
+                    struct err **err)
+{
+	struct registry_response *r = x->r;
+	r->status = 0;
+	buf_reset(&r->body);
+	buf_reset(&r->challenge);
+	x->retry_after[0] = '\0';
+	x->too_big = x->header_too_big = false;
+	cleanup_slist struct curl_slist *headers = NULL;
+	setup_transfer(h, g, x, &headers);
+	int64_t t0 = now_ms();
+	bool stopped = false;
+	CURLcode rc = run_transfer(h, &stopped);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	log_debug("GET %s -> %ld in %lld ms", g->url, r->status, (long long)(now_ms() - t0));
+	return transfer_result(h, g, x, rc, stopped, err);
+}
+
 int registry_http_get(struct registry_http *h, const struct registry_get *g,
                       struct registry_response *r, struct err **err)
 {
@@ -389,19 +464,16 @@ int registry_http_get(struct registry_http *h, const struct registry_get *g,
 		return err_set(err, ERR_CONFIG, "GET %s: only https:// URLs are fetched", g->url);
 	if (check_stop(h->o, g->url, err) < 0)
 		return -1;
-	r->status = 0;
-	buf_reset(&r->body);
-	buf_reset(&r->challenge);
 	struct xfer x = {.curl = h->curl, .r = r, .max_bytes = g->max_bytes};
-	cleanup_slist struct curl_slist *headers = NULL;
-	setup_transfer(h, g, &x, &headers);
-	int64_t t0 = now_ms();
-	bool stopped = false;
-	CURLcode rc = run_transfer(h, &stopped);
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &r->status);
-	log_debug("GET %s -> %ld in %lld ms", g->url, r->status, (long long)(now_ms() - t0));
-	return transfer_result(h, g, &x, rc, stopped, err);
+	for (int retries = 0;; retries++) {
+		if (get_once(h, g, &x, err) < 0)
+			return -1;
+		int64_t wait = 0;
+		if (!retry_after_status(h->o, g->url, r->status, x.retry_after, retries, &wait))
+			return 0;
+		if (retry_wait(h->o, g->url, wait, err) < 0)
+			return -1;
+	}
 }
 
 int registry_https_get(const struct registry_opts *o, const char *url, size_t max_bytes,

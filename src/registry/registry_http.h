@@ -47,8 +47,10 @@ void registry_http_free(struct registry_http *h);
 DEFINE_CLEANUP_FUNC(registry_http, struct registry_http, registry_http_free)
 #define cleanup_registry_http __attribute__((cleanup(cleanup_registry_httpp)))
 
-/* Sends g and reads the answer into *r (emptied first). Returns 0 when an answer of any
- * status arrived. Fails with ERR_CONFIG for a URL whose scheme is not allowed, ERR_NET for a
+/* Sends g and reads the answer into *r (emptied first). An answer 429 or 5xx is retried up
+ * to 3 times, after its Retry-After or a backoff of 200, 400, 800 ms, when that wait is at
+ * most 5 s and ends before the deadline (each retry said at info level); the last answer
+ * is returned. Returns 0 when an answer of any status arrived. Fails with ERR_CONFIG for a URL whose scheme is not allowed, ERR_NET for a
  * connection, TLS or protocol error and for a 2xx body over g->max_bytes (naming the limit),
  * ERR_TIMEOUT when opts->deadline_ms passes, ERR_SIGNAL when *opts->cancel is set. Messages
  * start with "GET URL". */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/http_util.h"
 #include "base/size_limits.h"
 #include "fuzz_util.h"
 #include "kube/kube_http.h"
@@ -148,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	version(body, size);
 
 	char *text = fuzz_cstr(data, size);
-	int64_t ms = kube_retry_after_ms(text, 1700000000);
+	int64_t ms = http_retry_after_ms(text, 1700000000);
 	if (ms < -1)
 		fuzz_fail("Retry-After %s: %lld ms", text, (long long)ms);
 	time_t t = 0;

@@ -131,18 +131,18 @@ TEST(status_without_message)
 TEST(retry_after)
 {
 	time_t now = 784111777; /* Sun, 06 Nov 1994 08:49:37 GMT */
-	CHECK_INT(kube_retry_after_ms("3", now), 3000);
-	CHECK_INT(kube_retry_after_ms(" 10 ", now), 10000);
-	CHECK_INT(kube_retry_after_ms("0", now), 0);
-	CHECK_INT(kube_retry_after_ms("", now), -1);
-	CHECK_INT(kube_retry_after_ms(NULL, now), -1);
-	CHECK_INT(kube_retry_after_ms("-1", now), -1);
-	CHECK_INT(kube_retry_after_ms("1.5", now), -1);
-	CHECK_INT(kube_retry_after_ms("soon", now), -1);
-	CHECK(kube_retry_after_ms("99999999999999999999999", now) > 10000); /* no overflow */
-	CHECK_INT(kube_retry_after_ms("Sun, 06 Nov 1994 08:49:42 GMT", now), 5000);
-	CHECK_INT(kube_retry_after_ms("Sun, 06 Nov 1994 08:49:00 GMT", now), 0); /* past */
-	CHECK_INT(kube_retry_after_ms("Sun, 06 Nov 1994 08:49:42 GMT trailing", now), -1);
+	CHECK_INT(http_retry_after_ms("3", now), 3000);
+	CHECK_INT(http_retry_after_ms(" 10 ", now), 10000);
+	CHECK_INT(http_retry_after_ms("0", now), 0);
+	CHECK_INT(http_retry_after_ms("", now), -1);
+	CHECK_INT(http_retry_after_ms(NULL, now), -1);
+	CHECK_INT(http_retry_after_ms("-1", now), -1);
+	CHECK_INT(http_retry_after_ms("1.5", now), -1);
+	CHECK_INT(http_retry_after_ms("soon", now), -1);
+	CHECK(http_retry_after_ms("99999999999999999999999", now) > 10000); /* no overflow */
+	CHECK_INT(http_retry_after_ms("Sun, 06 Nov 1994 08:49:42 GMT", now), 5000);
+	CHECK_INT(http_retry_after_ms("Sun, 06 Nov 1994 08:49:00 GMT", now), 0); /* past */
+	CHECK_INT(http_retry_after_ms("Sun, 06 Nov 1994 08:49:42 GMT trailing", now), -1);
 }
 
 TEST(query_escape)

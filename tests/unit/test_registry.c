@@ -740,6 +740,88 @@ TEST(anonymous_pull_of_a_layer)
 	reg_stop(&r);
 }
 
+/* A 429 with Retry-After and a 503 without it are retried (the manifest, then its layer),
+ * and the pull goes through. */
+TEST(throttled_and_unavailable_answers_are_retried)
+{
+	struct reg r;
+	reg_start(&r);
+	const char *busy =
+	        "{\"errors\":[{\"code\":\"TOOMANYREQUESTS\",\"message\":\"slow down\"}]}";
+	fake_http_answer(&r.f, "429 Too Many Requests", "Retry-After: 0\r\n", busy);
+	char *m = artifact_manifest(LAYER, strlen(LAYER));
+	answer_manifest(&r.f, m);
+	fake_http_answer(&r.f, "503 Service Unavailable", NULL, "");
+	fake_http_answer(&r.f, OK, NULL, LAYER);
+	struct buf out;
+	buf_init(&out, 0);
+	char digest[SHA256_DIGEST_LEN + 1];
+	struct err *e = NULL;
+	int64_t t0 = now_ms();
+	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), 0);
+	CHECK_STR(e ? e->msg : "", "");
+	CHECK_STR(out.data, LAYER);
+	CHECK_INT(fake_http_nreq(&r.f), 4);
+	CHECK_CONTAINS(fake_http_req(&r.f, 1), "GET /v2/fns/catalog/manifests/v1 HTTP/1.1");
+	CHECK_CONTAINS(fake_http_req(&r.f, 3), "/blobs/sha256:");
+	CHECK(now_ms() - t0 >= 200); /* the 503's backoff */
+	free(m);
+	buf_free(&out);
+	err_free(e);
+	reg_stop(&r);
+}
+
+/* Pulls fns/catalog:v1 from r for its error alone; *ms gets how long it took. */
+static int pull_failing(struct reg *r, struct err **e, int64_t *ms)
+{
+	struct buf out;
+	buf_init(&out, 0);
+	char digest[SHA256_DIGEST_LEN + 1];
+	int64_t t0 = now_ms();
+	int rc = pull(r, "fns/catalog:v1", &out, digest, e);
+	*ms = now_ms() - t0;
+	buf_free(&out);
+	return rc;
+}
+
+/* Retries end: after 3, the last answer stands; a Retry-After over 5 s is not waited for;
+ * neither is one that ends after the deadline. */
+TEST(retries_are_bounded)
+{
+	struct reg r;
+	reg_start(&r);
+	for (int i = 0; i < 4; i++)
+		fake_http_answer(&r.f, "502 Bad Gateway", NULL, "upstream down");
+	struct err *e = NULL;
+	int64_t ms = 0;
+	CHECK_INT(pull_failing(&r, &e, &ms), -1);
+	CHECK(e && strstr(e->msg, "502 Bad Gateway: \"upstream down\""));
+	CHECK_INT(fake_http_nreq(&r.f), 4);
+	CHECK(ms >= 200 + 400 + 800);
+	err_free(e);
+	e = NULL;
+	reg_stop(&r);
+
+	reg_start(&r);
+	fake_http_answer(&r.f, "429 Too Many Requests", "Retry-After: 60\r\n", "");
+	CHECK_INT(pull_failing(&r, &e, &ms), -1);
+	CHECK(e && strstr(e->msg, "429 Too Many Requests"));
+	CHECK_INT(fake_http_nreq(&r.f), 1);
+	CHECK(ms < 1000);
+	err_free(e);
+	e = NULL;
+	reg_stop(&r);
+
+	reg_start(&r);
+	r.o.deadline_ms = now_ms() + 1500;
+	fake_http_answer(&r.f, "429 Too Many Requests", "Retry-After: 3\r\n", "");
+	CHECK_INT(pull_failing(&r, &e, &ms), -1);
+	CHECK(e && strstr(e->msg, "429 Too Many Requests"));
+	CHECK_INT(fake_http_nreq(&r.f), 1);
+	err_free(e);
+	reg_stop(&r);
+}
+
 TEST(bearer_token_flow)
 {
 	struct reg r;
@@ -1265,6 +1347,26 @@ TEST(deadline_and_cancel_stop_a_hanging_registry)
 	reg_stop(&r);
 }
 
+/* A signal during the wait before a retry ends the fetch at once. */
+TEST(a_retry_wait_is_cancelled_by_a_signal)
+{
+	struct reg r;
+	reg_start(&r);
+	cancel_flag = 0;
+	r.o.cancel = &cancel_flag;
+	fake_http_answer(&r.f, "429 Too Many Requests", "Retry-After: 4\r\n", "");
+	struct err *e = NULL;
+	int64_t ms = 0;
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, cancel_later, NULL) == 0);
+	CHECK_INT(pull_failing(&r, &e, &ms), -1);
+	pthread_join(t, NULL);
+	CHECK(e && e->code == ERR_SIGNAL);
+	CHECK(ms < 2000);
+	err_free(e);
+	reg_stop(&r);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -1304,5 +1406,8 @@ int main(void)
 	RUN(redirect_to_a_blob_store_drops_the_authorization);
 	RUN(https_get);
 	RUN(deadline_and_cancel_stop_a_hanging_registry);
+	RUN(throttled_and_unavailable_answers_are_retried);
+	RUN(retries_are_bounded);
+	RUN(a_retry_wait_is_cancelled_by_a_signal);
 	return check_summary();
 }
