@@ -134,6 +134,8 @@ static void touch(const char *path)
 /* A pool function: an idle pod of its pool is leased for the render, else one is made
  * (leased, while the namespace has room), and offered with the note "pool HOLDER warm|cold"
  * (prestart_offer.h). Returns 1 when there is an offer. */
+static void start_opener(struct prestart *p, struct offer *o, struct json *created);
+
 static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct offer *o)
 {
 	char key[17];
@@ -152,7 +154,11 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 		return 0;
 	}
 	o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
-	cleanup_free char *note = xasprintf("pool %s %s\n", p->holder, warm ? "warm" : "cold");
+	/* A cold one (made now, or leased while it starts) gets its session once it started,
+	 * as a pod started ahead does: the note says so ("session PID"). */
+	cleanup_free char *note =
+	        warm ? xasprintf("pool %s warm\n", p->holder)
+	             : xasprintf("pool %s cold session %ld\n", p->holder, (long)getpid());
 	cleanup_free char *file = prestart_offer_path(p->dir, o->key, o->pod);
 	if (warm) { /* before the offer: its shims find the session's socket with it */
 		cleanup_free char *sock = prestart_offer_session_path(p->dir, o->key, o->pod);
@@ -164,13 +170,18 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 			         o->image, p->ns, o->pod, se->msg);
 	}
 	prestart_offer_write(file, note);
+	if (!warm) {
+		start_opener(p, o, pod);
+		pod = NULL; /* the opener's now */
+	}
 	log_debug("pool pod %s for %s offered (%s)", o->pod, o->image, rc > 0 ? "leased" : "made");
 	return 1;
 }
 
 /* A cold exec-mode pod's session, opened by its own thread once the pod started (the offer
  * says "session PID"; the shim that claims it waits for the socket, or its ".none" marker:
- * fn_session.h). The pod is the render's (struct offer, exec). */
+ * fn_session.h). The pod is the render's (struct offer, exec), or a pool pod the render
+ * leased before it ran. */
 static void *open_when_started(void *arg)
 {
 	struct offer *o = arg;

@@ -141,10 +141,12 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	p->pool_offer = note && strncmp(note, "pool ", 5) == 0;
 	p->warm = p->pool_offer && strstr(note, " warm") != NULL;
 	/* a cold exec pod whose session the janitor opens once it started ("session PID
-	 * render"): the render's, for every function of this key in turn */
+	 * render"): the render's, for every function of this key in turn; or a cold pool pod
+	 * ("pool HOLDER cold session PID") */
 	long janitor = 0;
-	bool coming = !p->pool_offer && note && sscanf(note, "session %ld", &janitor) == 1;
-	p->render_pod = coming && strstr(note, " render") != NULL;
+	const char *session = note && !p->warm ? strstr(note, "session ") : NULL;
+	bool coming = session && sscanf(session, "session %ld", &janitor) == 1;
+	p->render_pod = coming && !p->pool_offer && strstr(note, " render") != NULL;
 	p->janitor = (pid_t)janitor;
 	if (p->warm || coming) {
 		p->session = prestart_offer_session_path(p->s->prestart_dir, key, p->name);

@@ -246,8 +246,9 @@ def test_bad_pool_settings_are_named(pool, settings, message):
 def test_a_render_leases_once_and_its_functions_share_the_pod(pool, tmp_path):
     """generate's prestart leases one pool pod per function pod key for the whole render
     and offers it to its shims; each gives it back to the render after a clean call, so
-    three functions of one image make one pod, and a warm render's shims call through the
-    render's session with it (one exec for the render), with no request of their own."""
+    three functions of one image make one pod, and a render's shims call through the
+    render's session with it (one exec for the render), with no request of their own: a
+    warm render's at once, a cold one's (the janitor made the pod) once the pod started."""
     app = tmp_path / "app3"
     app.mkdir()
     (app / "kustomization.yaml").write_text(
@@ -261,11 +262,16 @@ def test_a_render_leases_once_and_its_functions_share_the_pod(pool, tmp_path):
     env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
                                           KRMPOD_WARM_POOL_IMAGES=POOLED))
     before = len(pool.requests())
-    first = generate(app, env)
+    first = generate(app, dict(env, KRMPOD_LOG_LEVEL="debug"))
     assert first.returncode == 0, first.stderr.decode()
     assert len(creates(pool, before)) == 1, pool.requests()[before:]
     [p] = pool_pods(pool)
     assert state(p) == "idle", p["metadata"]
+    # a cold render: the janitor made the pod, and opened its session once it started
+    lines = re.findall(rb"pod=(\S+): image=\S+ .* exit=0 requests=(\d+)", first.stderr)
+    assert [(n.decode(), int(r)) for n, r in lines] == [(p["metadata"]["name"], 0)] * 3, \
+        first.stderr.decode()
+    assert first.stderr.count(b"session call: ") == 3, first.stderr.decode()
     before = len(pool.requests())
     second = generate(app, dict(env, KRMPOD_LOG_LEVEL="debug"))
     assert second.returncode == 0 and second.stdout == first.stdout, second.stderr.decode()
