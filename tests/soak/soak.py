@@ -88,6 +88,12 @@ SIGTERM_CLEAN_S = 2.0     # no pod of the run 2 s after a SIGTERM
 RUN_LIMIT_S = 120         # a generate that runs longer has hung
 
 
+def idle_pool_pod(pod):
+    """Whether pod is an idle warm-pool pod (docs/internals/warm-pool.md)."""
+    labels = pod["metadata"].get("labels") or {}
+    return "krmpod.dev/pool" in labels and labels.get("krmpod.dev/pool-state") == "idle"
+
+
 # --- the cases -------------------------------------------------------------------------------
 
 def fn_config(kind, name, image, data, extra=""):
@@ -228,10 +234,17 @@ class Soak:
         self.args = args
         self.krmpod = os.path.abspath(args.krmpod)
         self.mode_env = {}
-        if args.mode == "exec":
+        self.pool = args.mode == "pool"
+        if args.mode in ("exec", "pool"):
             sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
             from conftest import exec_settings
             self.mode_env = exec_settings()
+        if self.pool:
+            # generate's deadline bounds a render's leases (and so how long a SIGKILLed
+            # render's pods stay leased): 15 s, far above any case's own time
+            self.mode_env.update(KRMPOD_WARM_POOL="true",
+                                 KRMPOD_WARM_POOL_IMAGES="example.com/fns/*",
+                                 KRMPOD_GENERATE_TIMEOUT="15s")
         self.work = tempfile.mkdtemp(prefix="krmpod-soak-")
         self.sim = soaklib.start_kubesim(os.path.join(self.work, "kubesim"), self.krmpod)
         self.sa = soaklib.service_account_dir(self.sim, os.path.join(self.work, "sa"))
@@ -243,7 +256,8 @@ class Soak:
                         "removed_by_gc_finished": 0, "removed_by_gc_after_deadline": 0,
                         "removed_by_krmpod_meanwhile": 0,
                         "generate_sigkill_tmp_leftovers": 0, "orphans_waited_for": 0,
-                        "sigterm_delete_refused_by_server": 0}
+                        "sigterm_delete_refused_by_server": 0,
+                        "pool_runs_with_idle_pods": 0, "pool_pods_retired_after_failure": 0}
         self.fds = {}          # case -> [generate's fd count while its function ran]
         self.fd_long = []
         self.durations = {}    # case -> [seconds]
@@ -310,7 +324,7 @@ class Soak:
             for kind, key in (("case", p["case"]), ("fault", p["fault"]), ("kill", p["kill"])):
                 self.count(kind, key)
         problems = []
-        left = self.sim.pods()
+        left = self.leftover()
         if left:  # a violation of an earlier run, already counted: start clean
             self.sim.reset()
         run_dir = os.path.join(self.work, "runs", str(idx))
@@ -340,6 +354,8 @@ class Soak:
             err = f.read().decode(errors="replace")
         faults_after = self.sim.control("GET", "/kubesim/faults")
         self.after(gen, p, mon, problems, tmp, faults_after)
+        if self.pool:
+            self.pool_checks(err, problems)
         self.check_result(gen.returncode, out, err, expected, p, mon, problems, faults_after)
         if verbose:
             print("run %d: %s\n  exit %s after %.2fs, %d bytes out (expected %s)\n%s"
@@ -441,7 +457,7 @@ class Soak:
                             m["missed"] = "the shim had exited"
             # a SIGTERM's promise: no pod 2 s later
             if m["delivered"] and m["signal"] == signal.SIGTERM and m["pods_gone_s"] is None:
-                if not self.sim.pods():
+                if not self.leftover():
                     m["pods_gone_s"] = now - m["t_signal"]
             done = rc is not None
             if done and m["delivered"] and m["signal"] == signal.SIGTERM:
@@ -504,15 +520,15 @@ class Soak:
             else:
                 problems.append("SIGTERM to %s: pods still there %.1f s after the signal "
                                 "(the server refused %d DELETEs): %s"
-                                % (m["target"], SIGTERM_CLEAN_S, refused, self.sim.pods()))
+                                % (m["target"], SIGTERM_CLEAN_S, refused, self.leftover()))
         if m["delivered"] and m["signal"] == signal.SIGKILL:
             self.cleanup["sigkill_runs"] += 1
             self.gc_after_sigkill(p, problems)
         else:
             t = time.monotonic()
-            while self.sim.pods() and time.monotonic() - t < 2:
+            while self.leftover() and time.monotonic() - t < 2:
                 time.sleep(0.05)
-            left = self.sim.pods()
+            left = self.leftover()
             if left:
                 problems.append("pods left after the run: %s" % left)
                 self.sim.reset()
@@ -535,6 +551,32 @@ class Soak:
         if faults_after.get("drop_attach") == 0 and "drop_attach" in p["faults"]:
             self.fired["drop_attach"] = self.fired.get("drop_attach", 0) + 1
 
+    def leftover(self):
+        """The pods a run must not leave: all of them, but in pool mode the idle pool pods
+        (the pool keeps them for the next render; `krmpod gc` with a TTL of 1 ms removes
+        them at the end)."""
+        if not self.pool:
+            return self.sim.pods()
+        return [{"namespace": x["metadata"]["namespace"], "name": x["metadata"]["name"],
+                 "phase": (x.get("status") or {}).get("phase")}
+                for x in self.sim.api_pods() if not idle_pool_pod(x)]
+
+    def pool_checks(self, err, problems):
+        """Pool mode: a pod whose call failed (its summary line's exit code is not 0) must
+        not be idle in the pool afterwards: a failed call retires its pod."""
+        pods = self.sim.api_pods()
+        idle = {x["metadata"]["name"] for x in pods if idle_pool_pod(x)}
+        if idle:
+            self.cleanup["pool_runs_with_idle_pods"] += 1
+        for name, code in re.findall(r"pod=(\S+): image=\S+ .* exit=(-?\d+) requests=", err):
+            if int(code) == 0:
+                continue
+            if name in idle:
+                problems.append("pool pod %s went back to the pool after a call that exited "
+                                "%s" % (name, code))
+            else:
+                self.cleanup["pool_pods_retired_after_failure"] += 1
+
     def reqlog_size(self):
         return os.path.getsize(os.path.join(self.sim.state, "requests.log"))
 
@@ -551,13 +593,16 @@ class Soak:
         runs is stopped by its activeDeadlineSeconds first (then gc removes it)."""
         timeout = p["env"].get("KRMPOD_TIMEOUT") or self.args.fn_timeout
         deadline_s = float(timeout.rstrip("s"))
+        if self.pool:  # a render's leases last to generate's deadline and 5 s more
+            deadline_s = max(deadline_s, 15 + 5)
         limit = deadline_s + 15
         until = time.monotonic() + limit
-        reason = {x["metadata"]["name"]: "" for x in self.sim.api_pods()}
+        reason = {x["name"]: "" for x in self.leftover()}
         removed = {}
         while reason and time.monotonic() < until:
             for x in self.sim.api_pods():
-                reason[x["metadata"]["name"]] = (x.get("status") or {}).get("reason", "")
+                if x["metadata"]["name"] in reason:
+                    reason[x["metadata"]["name"]] = (x.get("status") or {}).get("reason", "")
             r = subprocess.run([self.krmpod, "gc", "--older-than", "1ms"],
                                env={"PATH": os.environ["PATH"],
                                     "KUBECONFIG": self.sim.kubeconfig},
@@ -569,7 +614,7 @@ class Soak:
                 for name in reason:
                     if line.startswith("deleted default/%s " % name):
                         removed[name] = line
-            if not self.sim.pods():
+            if not self.leftover():
                 break
             time.sleep(0.5)
         for name in reason:
@@ -579,7 +624,7 @@ class Soak:
                 self.cleanup["removed_by_gc_after_deadline"] += 1
             else:
                 self.cleanup["removed_by_gc_finished"] += 1
-        left = self.sim.pods()
+        left = self.leftover()
         if left:
             self.cleanup["sigkill_pods_left"] += 1
             problems.append("after the SIGKILL, krmpod gc left pods for %.0f s: %s"
@@ -747,6 +792,10 @@ def print_table(rep):
                                       c["removed_by_gc_finished"],
                                       c["removed_by_gc_after_deadline"],
                                       c["removed_by_krmpod_meanwhile"], c["sigkill_pods_left"]))
+    if c["pool_runs_with_idle_pods"] or c["pool_pods_retired_after_failure"]:
+        print("  %-15s %d runs left idle pods in the pool for the next; %d pods whose call "
+              "failed were not given back" % ("warm pool", c["pool_runs_with_idle_pods"],
+                                               c["pool_pods_retired_after_failure"]))
     if c["sigterm_delete_refused_by_server"]:
         print("  %-15s %d SIGTERM runs where the API server refused the DELETE past the "
               "shim's 1.5 s: the pod was left, and gc removed it"
@@ -789,9 +838,10 @@ def main():
     ap.add_argument("--fn-timeout", default="10s",
                     help="KRMPOD_TIMEOUT, the pods' activeDeadlineSeconds (default 10s)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
-    ap.add_argument("--mode", choices=("attach", "exec"), default="attach",
+    ap.add_argument("--mode", choices=("attach", "exec", "pool"), default="attach",
                     help="KRMPOD_MODE for every run (exec: the fixtures' image configs from "
-                         "registrylib.FixtureRegistry, as tests/integration does)")
+                         "registrylib.FixtureRegistry, as tests/integration does; pool: "
+                         "exec mode with the warm pool on for the fixture images)")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
@@ -819,6 +869,11 @@ def main():
                       flush=True)
         soak.fd_probe("end")
         soak.fd_violations()
+        if soak.pool:  # the pool's idle pods go as an admin's gc with a short TTL makes them
+            subprocess.run([soak.krmpod, "gc"], env={
+                "PATH": os.environ["PATH"], "KUBECONFIG": soak.sim.kubeconfig,
+                "KRMPOD_WARM_POOL_TTL": "1ms"}, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, timeout=60)
         left = soak.sim.pods()
         if left:
             msg = "kubesim holds pods at the end: %s" % left
