@@ -53,6 +53,7 @@ struct offer {
 	bool opener_started;
 	unsigned calls; /* the calls its session relayed (known once closed) */
 	unsigned uses;  /* the render's functions of its key (exec mode, pool) */
+	bool over_cap;  /* a pool pod made past KRMPOD_WARM_POOL_MAX in a race: retired */
 	/* Until build_offer(): the request and settings its shim will have. */
 	struct fn_request req;
 	struct settings s;
@@ -154,6 +155,12 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 		return 0;
 	}
 	o->pod = xstrdup(json_str(json_path(pod, "metadata.name")));
+	if (rc == 0 && fn_pool_over_cap(c, &p->pool, p->ns)) {
+		log_info("warm pool: over KRMPOD_WARM_POOL_MAX=%ld after a concurrent create: pod "
+		         "%s/%s serves this render and is retired",
+		         (long)p->pool.pool_max, p->ns, o->pod);
+		o->over_cap = true;
+	}
 	/* A cold one (made now, or leased while it starts) gets its session once it started,
 	 * as a pod started ahead does: the note says so ("session PID"). */
 	cleanup_free char *note =
@@ -302,6 +309,12 @@ static void end_lease(struct prestart *p, struct kube_client *c, struct offer *o
 		offered = false;
 	}
 	o->session = NULL;
+	if (o->over_cap && offered) { /* made past the cap in a race: never kept */
+		(*claimed)++;
+		if (delete_one(c, p->ns, o->pod, &e) < 0)
+			log_warn("retire pool pod %s/%s: %s", p->ns, o->pod, e->msg);
+		return;
+	}
 	if (offered) {
 		(*claimed)++;
 		if (fn_pool_release(c, p->ns, o->pod, p->holder, true, &e) < 0)

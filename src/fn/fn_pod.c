@@ -47,6 +47,7 @@ struct fn_pod {
 	size_t pool_idle;
 	bool warm;
 	bool pool_offer; /* a pool pod leased by generate's janitor: given back to the offers */
+	bool pool_over;  /* a pool pod made past KRMPOD_WARM_POOL_MAX in a race: retired after */
 	bool render_pod; /* an exec-mode pod the janitor started for the render: the same */
 	pid_t janitor;   /* that janitor */
 	char *session;   /* its call session's socket (fn_session.h), when the janitor holds one */
@@ -199,6 +200,12 @@ static int take_created(struct fn_pod *p, struct json **created, struct err **er
 			return fn_pod_cancelled(p, NULL, err);
 	}
 	p->name = xstrdup(json_str(json_path(*created, "metadata.name")));
+	if (p->holder && fn_pool_over_cap(p->client, p->s, p->ns)) {
+		log_info("warm pool: over KRMPOD_WARM_POOL_MAX=%ld after a concurrent create: pod "
+		         "%s/%s serves this call and is retired",
+		         (long)p->s->pool_max, p->ns, p->name);
+		p->pool_over = true;
+	}
 	return 1;
 }
 
@@ -606,7 +613,7 @@ static int end_pod(struct fn_pod *p, bool clean, struct err **err)
 		return delete_pod(p, err);
 	kube_client_set_cancel(p->client, NULL);
 	kube_client_set_deadline(p->client, now_ms() + DELETE_DEADLINE_MS);
-	bool keep = clean && p->pool_idle < (size_t)p->s->pool_size;
+	bool keep = clean && !p->pool_over && p->pool_idle < (size_t)p->s->pool_size;
 	if (fn_pool_release(p->client, p->ns, p->name, p->holder, keep, err) < 0)
 		return err_wrap(err, "give back pod %s/%s", p->ns, p->name);
 	log_debug("warm pool: pod %s/%s %s", p->ns, p->name, keep ? "given back" : "retired");

@@ -189,6 +189,24 @@ int fn_pool_room(struct kube_client *c, const struct settings *s, const char *ns
 	return 0;
 }
 
+bool fn_pool_over_cap(struct kube_client *c, const struct settings *s, const char *ns)
+{
+	cleanup_json struct json *list = NULL;
+	cleanup_err struct err *e = NULL;
+	if (kube_api_pod_list(c, ns, POD_LABEL_POOL, &list, &e) < 0) {
+		log_info("warm pool: cannot count the pool after making a pod (%s): it serves "
+		         "one call only",
+		         e->msg);
+		return true;
+	}
+	const struct json *items = json_get(list, "items");
+	size_t n = 0;
+	for (size_t i = 0; i < json_len(items); i++)
+		if (json_path(json_at(items, i), "metadata.deletionTimestamp") == NULL)
+			n++;
+	return n > (size_t)s->pool_max;
+}
+
 int fn_pool_release(struct kube_client *c, const char *ns, const char *name, const char *holder,
                     bool keep, struct err **err)
 {

@@ -11,7 +11,8 @@
  * time; testing the lease itself instead keeps a claim from failing on them. A lease is
  * given back with a patch that tests the holder; a pod is retired (deleted) after a call
  * that failed in any way, and when its pool already has KRMPOD_WARM_POOL_SIZE idle pods.
- * A new pool pod is made only while the namespace holds fewer than KRMPOD_WARM_POOL_MAX.
+ * A new pool pod is made only while the namespace holds fewer than KRMPOD_WARM_POOL_MAX,
+ * and kept only if the pool did not pass the cap meanwhile (fn_pool_over_cap).
  *
  * The janitor (`krmpod gc`, and generate's) deletes idle pods past KRMPOD_WARM_POOL_TTL and
  * leased ones past their lease (their holder died); KRMPOD_WARM_POOL_MAX_LIFE is every pool
@@ -54,6 +55,13 @@ bool fn_pool_pod_runs(const struct json *pod);
 /* Whether ns has room for one more pool pod (fewer than KRMPOD_WARM_POOL_MAX). */
 int fn_pool_room(struct kube_client *c, const struct settings *s, const char *ns, bool *room,
                  struct err **err);
+
+/* After making a pool pod: whether the pool now holds more than KRMPOD_WARM_POOL_MAX pods
+ * (not being deleted), which a concurrent maker can cause between fn_pool_room() and the
+ * create. The pod just made then serves its call(s) and is retired, never kept: of makers
+ * that raced, the last to count sees all their pods, so the pool never keeps more than
+ * the cap (it may keep fewer). A list that fails counts as over. */
+bool fn_pool_over_cap(struct kube_client *c, const struct settings *s, const char *ns);
 
 /* Gives the lease on ns/name back (idle since now), or deletes the pod when `keep` is false
  * or the lease is no longer holder's. */

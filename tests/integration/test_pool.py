@@ -172,6 +172,27 @@ def test_ttl_size_and_cap(pool):
     assert "idle past KRMPOD_WARM_POOL_TTL" in out and pool_pods(pool) == [], out
 
 
+def test_makers_racing_past_the_cap_keep_no_more_than_it(pool):
+    """Two callers find the pool empty with room for one pod, and both make one (their
+    creates held back until both have counted): the pool must not keep more than
+    KRMPOD_WARM_POOL_MAX. Each counts again after its create, sees two, serves its call and
+    retires its pod."""
+    env = pool_env(pool, KRMPOD_WARM_POOL_MAX="1")
+    pool.faults(http_delays=[{"ms": 1000, "count": 2, "method": "POST",
+                              "path_contains": "/pods"}])
+    procs = [subprocess.Popen([shim_link()] + KUSTOMIZE_RUN + ["example.com/fns/cat:v1"],
+                              env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(2)]
+    errs = []
+    for i, p in enumerate(procs):
+        out, err = p.communicate(b"%d" % i, timeout=30)
+        assert p.returncode == 0 and out == b"%d" % i, err.decode()
+        errs.append(err.decode())
+    assert len(pool_pods(pool)) <= 1, [p["metadata"]["name"] for p in pool_pods(pool)]
+    retired = [e for e in errs if "over KRMPOD_WARM_POOL_MAX=1 after a concurrent create" in e]
+    assert retired, errs
+
+
 def test_a_failed_call_retires_its_pod(pool):
     env = pool_env(pool)
     r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/fail:v1"], stdin=b"x", env=env)
