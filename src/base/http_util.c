@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,4 +123,21 @@ int64_t http_retry_after_ms(const char *value, time_t now)
 	if (at == (time_t)-1)
 		return -1;
 	return at <= now ? 0 : (int64_t)(at - now) * 1000;
+}
+
+void http_keep_retry_after(const char *line, size_t len, char out[HTTP_RETRY_AFTER_MAX_LEN])
+{
+	static const char name[] = "Retry-After:";
+	if (len < sizeof(name) - 1 || strncasecmp(line, name, sizeof(name) - 1) != 0)
+		return;
+	const char *v = line + sizeof(name) - 1, *end = line + len;
+	while (v < end && isspace((unsigned char)*v))
+		v++;
+	while (end > v && isspace((unsigned char)end[-1]))
+		end--;
+	size_t n = (size_t)(end - v);
+	if (n >= HTTP_RETRY_AFTER_MAX_LEN)
+		n = HTTP_RETRY_AFTER_MAX_LEN - 1;
+	memcpy(out, v, n);
+	out[n] = '\0';
 }

@@ -4,6 +4,7 @@
 #ifndef KRMPOD_HTTP_UTIL_H
 #define KRMPOD_HTTP_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,6 +28,10 @@ const char *system_ca_file(void);
 /* The most bytes of a Retry-After header value kept (a longer one is cut, and then not
  * valid). */
 #define HTTP_RETRY_AFTER_MAX_LEN 64
+
+/* When the header line (as libcurl hands it, CRLF included) is Retry-After, copies its
+ * value, trimmed and cut to HTTP_RETRY_AFTER_MAX_LEN - 1 bytes, into out. */
+void http_keep_retry_after(const char *line, size_t len, char out[HTTP_RETRY_AFTER_MAX_LEN]);
 
 /* Parses a Retry-After header value: delta-seconds or an HTTP-date (relative to `now`).
  * Returns the wait in ms (0 for a date in the past), or -1 if the value is not valid. */

@@ -237,21 +237,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
-	static const char name[] = "retry-after:";
-	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
 		x->retry_after[0] = '\0'; /* a new response (after a 1xx) */
-	} else if (len > sizeof(name) - 1 && strncasecmp(p, name, sizeof(name) - 1) == 0) {
-		const char *v = p + sizeof(name) - 1;
-		size_t vl = len - (sizeof(name) - 1);
-		while (vl > 0 && isspace((unsigned char)*v))
-			v++, vl--;
-		while (vl > 0 && isspace((unsigned char)v[vl - 1]))
-			vl--;
-		if (vl >= sizeof(x->retry_after))
-			vl = sizeof(x->retry_after) - 1;
-		memcpy(x->retry_after, v, vl);
-		x->retry_after[vl] = '\0';
-	}
+	else
+		http_keep_retry_after(p, len, x->retry_after);
 	return len;
 }
 

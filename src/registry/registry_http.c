@@ -163,24 +163,6 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
-/* Keeps a Retry-After header's value, trimmed and cut to the buffer. */
-static void keep_retry_after(struct xfer *x, const char *p, size_t len)
-{
-	static const char name[] = "Retry-After:";
-	if (len < sizeof(name) - 1 || strncasecmp(p, name, sizeof(name) - 1) != 0)
-		return;
-	const char *v = p + sizeof(name) - 1, *end = p + len;
-	while (v < end && isspace((unsigned char)*v))
-		v++;
-	while (end > v && isspace((unsigned char)end[-1]))
-		end--;
-	size_t n = (size_t)(end - v);
-	if (n >= sizeof(x->retry_after))
-		n = sizeof(x->retry_after) - 1;
-	memcpy(x->retry_after, v, n);
-	x->retry_after[n] = '\0';
-}
-
 /* Keeps the first WWW-Authenticate header of each answer (a redirect starts a new one), and
  * its Retry-After. */
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
@@ -194,7 +176,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 		x->retry_after[0] = '\0';
 		return len;
 	}
-	keep_retry_after(x, p, len);
+	http_keep_retry_after(p, len, x->retry_after);
 	if (len < sizeof(name) - 1 || strncasecmp(p, name, sizeof(name) - 1) != 0 ||
 	    x->r->challenge.len > 0)
 		return len;
