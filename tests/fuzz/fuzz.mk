@@ -8,8 +8,10 @@
 #   make fuzz-replay              every target once over tests/fuzz/corpus/NAME and
 #                                 tests/fuzz/crashes/NAME (part of `make test`)
 #
-# Built with Debian's clang 14, which ships libFuzzer. src/ is compiled again for fuzzing
-# (build/fuzz/obj/) with coverage instrumentation and the same sanitizers as the asan build.
+# Built with Debian's clang (14 on bookworm) and its libFuzzer (libclang-rt-dev), both
+# installed by scripts/install-test-deps.sh (the test-deps step every compile here waits
+# for). src/ is compiled again for fuzzing (build/fuzz/obj/) with coverage instrumentation
+# and the same sanitizers as the asan build.
 
 FUZZ_CC := /usr/bin/clang
 FUZZ_TARGETS := docker_args kubeconfig json ws_frame kube_status tar_unpack kustomization \
@@ -30,11 +32,11 @@ FUZZ_OPTS_tar_unpack := -max_len=65536
 FUZZ_OPTS_kustomization := -max_len=16384
 FUZZ_OPTS_kubeconfig := -max_len=16384
 
-build/fuzz/obj/%.o: src/%.c | build/deps/glibc/.done
+build/fuzz/obj/%.o: src/%.c | build/deps/glibc/.done test-deps
 	@mkdir -p $(@D)
 	@echo "CC(fuzz) $<"; $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_BINS): build/fuzz/%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | build/deps/glibc/.done
+$(FUZZ_BINS): build/fuzz/%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | build/deps/glibc/.done test-deps
 	@mkdir -p $(@D)
 	@echo "CC(fuzz) $@"; $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< \
 		$(FUZZ_OBJS) $(GLIBC_DEPS_LIBS)
@@ -46,7 +48,7 @@ fuzz-build: $(FUZZ_BINS)
 
 # One target at a time (the machine is shared). A crash does not stop the others; the run
 # fails at the end when any target crashed. `make fuzz FUZZ_TARGETS=json` runs one.
-fuzz: $(FUZZ_BINS)
+fuzz: test-deps $(FUZZ_BINS)
 	@mkdir -p build/fuzz; : > build/fuzz/report.txt; failed=""; \
 	run() { \
 		t=$$1; shift; log=build/fuzz/$$t.log; \
@@ -70,7 +72,7 @@ fuzz: $(FUZZ_BINS)
 	fi
 
 # Every corpus and crash input once; any crash, leak or sanitizer report fails.
-fuzz-replay: $(FUZZ_BINS)
+fuzz-replay: test-deps $(FUZZ_BINS)
 	@replay() { \
 		t=$$1; shift; log=build/fuzz/$$t.replay.log; \
 		files=$$(find tests/fuzz/corpus/$$t tests/fuzz/crashes/$$t -type f ! -name .gitkeep \
