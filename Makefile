@@ -161,10 +161,10 @@ conformance-record: test-deps
 lint: test-deps
 	scripts/lint.sh
 
-fmt:
+fmt: test-deps
 	clang-format -i $(FMT_FILES)
 
-fmt-check:
+fmt-check: test-deps
 	clang-format --dry-run --Werror $(FMT_FILES)
 
 clean:

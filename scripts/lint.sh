@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
+# A check's tool is required, never skipped: scripts/install-test-deps.sh installs each
+# (`make lint` runs it first).
+have() {
+	command -v "$1" >/dev/null && return 0
+	echo "lint: $1 is not installed: run scripts/install-test-deps.sh (or 'make lint', which does)" >&2
+	status=1
+	return 1
+}
 if grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|gets|system)[[:space:]]*\(' \
 	src tests/unit --include='*.c' --include='*.h'; then
 	echo "lint: banned functions above (use snprintf, memcpy, strtok_r, strtol...)" >&2
@@ -18,28 +26,24 @@ if ! bash tests/lint/test_layers.sh; then
 	echo "lint: scripts/layers.py no longer catches what it must" >&2
 	status=1
 fi
-if command -v clang-format >/dev/null; then
+if have clang-format; then
 	if ! clang-format --dry-run --Werror src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h 2>/tmp/krmpod-fmt.$$; then
 		head -40 /tmp/krmpod-fmt.$$ >&2
 		echo "lint: run 'make fmt'" >&2
 		status=1
 	fi
 	rm -f /tmp/krmpod-fmt.$$
-else
-	echo "lint: clang-format not installed; skipping the format check" >&2
 fi
 # Shell scripts: shellcheck (installed by scripts/install-test-deps.sh). deps.sh at warning
 # level: its `build && install || die` chains are meant (SC2015, info), and editing it would
 # rebuild the C dependencies. e2e/ has its own check (e2e/selftest.sh).
-if command -v shellcheck >/dev/null; then
+if have shellcheck; then
 	shell_scripts="$(grep -lE '^#!(/usr/bin/env bash|/bin/(ba)?sh)' scripts/* | grep -v '^scripts/deps\.sh$') tests/lint/test_layers.sh"
 	# shellcheck disable=SC2086 # file names without spaces
 	if ! shellcheck $shell_scripts || ! shellcheck -S warning scripts/deps.sh; then
 		echo "lint: shellcheck found problems above" >&2
 		status=1
 	fi
-else
-	echo "lint: shellcheck not installed; skipping the shell check" >&2
 fi
 [ $status -eq 0 ] && echo "lint: ok"
 exit $status
