@@ -123,10 +123,11 @@ integration: test-deps build/asan/krmpod build/krmpod build/glibc/krmpod
 	KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 	KRMPOD_TEST_MODE=exec KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/integration
 
-# The real-cluster tier: krmpod installed from manifests/ on a real Kubernetes 1.34
-# (../shared/k8s/realkube: started here unless it runs already, and then stopped again),
-# with locally built images, driven as Argo CD drives the sidecar (tests/realkube).
-REALKUBE ?= $(CURDIR)/../shared/k8s/realkube
+# The real-cluster tier: krmpod installed from manifests/ on the project's real Kubernetes
+# (scripts/realkube: upstream Kubernetes, CoreDNS and kube-router built from the Go module
+# proxy by scripts/build-peers.sh; started here unless it runs already, and then stopped
+# again), with locally built images, driven as Argo CD drives the sidecar (tests/realkube).
+REALKUBE ?= $(CURDIR)/scripts/realkube
 build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
 	@mkdir -p $(@D)
 	musl-gcc -static -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -o $@ $<
@@ -144,16 +145,15 @@ build/bench/measure: bench/measure.c
 	@mkdir -p $(@D)
 	gcc -O2 -Wall -Wextra -Werror -o $@ $<
 
-# kubesim (with the kubelet's 1 s relist), then the real cluster (../shared/k8s; started and
-# stopped again unless it runs already), in one run.
+# kubesim (with the kubelet's 1 s relist), then the real cluster (scripts/realkube; started
+# and stopped again unless it runs already), in one run.
 bench: test-deps build/krmpod build/bench/measure
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
 	$(PYTHON) bench/realkube_bench.py --krmpod build/krmpod
 
 # Records the real API server's answers to krmpod's requests into tests/conformance/data/
-# (needs root and ../shared/k8s/realkube: it starts the shared cluster if it is not running,
-# never stops it). The replay against kubesim is part of kubesim-test.
-REALKUBE ?= ../shared/k8s/realkube
+# (needs root and scripts/realkube: it starts the cluster if it is not running, never stops
+# it). The replay against kubesim is part of kubesim-test.
 conformance-record: test-deps
 	$(REALKUBE) start >/dev/null
 	eval "$$($(REALKUBE) env)" && $(PYTHON) tests/conformance/record.py

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make bench, real-cluster section: krmpod on the real single-node Kubernetes of
-../shared/k8s (realkube), where a container's start and exit reach the pod status only at the
+scripts/realkube, where a container's start and exit reach the pod status only at the
 kubelet's relist (about once a second), side by side with the kubectl sequence.
 
 Measured, medians of n runs, in one run:
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-REALKUBE = os.path.join(ROOT, "..", "shared", "k8s", "realkube")
+REALKUBE = os.path.join(ROOT, "scripts", "realkube")
 CAT_IMAGE = "krmpod-bench/cat:1"
 HELPER_IMAGE = "krmpod-bench/krmpod:1"
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -334,9 +334,6 @@ def empty_pool(cl, krmpod, pool):
 
 
 def run(krmpod, n, as_json=None):
-    if not os.path.exists(REALKUBE):
-        print("real cluster: %s not found, section skipped" % REALKUBE)
-        return None
     tmp = tempfile.mkdtemp(prefix="krmpod-bench-rk-")
     cl = Cluster()
     try:

@@ -3,7 +3,7 @@
 saves the normalised answers in tests/conformance/data/, one JSON file per case, plus the
 measured delay between a container's exit and its terminated status (exit_delay.json).
 
-    eval "$(../shared/k8s/realkube env)"   # REALKUBE_API_SERVER, _CA_CERT, _ADMIN_CERT, ...
+    eval "$(scripts/realkube env)"   # REALKUBE_API_SERVER, _CA_CERT, _ADMIN_CERT, ...
     tests/conformance/record.py [--out DIR] [CASE...]
 
 The cluster must run images registry.local/busybox:1 (realkube imports it). Everything
@@ -39,7 +39,7 @@ def main():
     missing = [k for k in ("REALKUBE_API_SERVER", "REALKUBE_CA_CERT", "REALKUBE_ADMIN_CERT",
                            "REALKUBE_ADMIN_KEY") if not env.get(k)]
     if missing:
-        ap.error("%s not set: run eval \"$(../shared/k8s/realkube env)\" first"
+        ap.error("%s not set: run eval \"$(scripts/realkube env)\" first"
                  % ", ".join(missing))
     t = RealTarget(env["REALKUBE_API_SERVER"], env["REALKUBE_CA_CERT"],
                    env["REALKUBE_ADMIN_CERT"], env["REALKUBE_ADMIN_KEY"],

@@ -1,5 +1,5 @@
 """The real-cluster tier (`make realkube-test`): krmpod installed as an admin installs it, on
-the real single-node Kubernetes of ../shared/k8s (realkube), and driven as Argo CD drives it.
+the project's real single-node Kubernetes (scripts/realkube), and driven as Argo CD drives it.
 
 Session, in order:
   1. a lock (one run of this tier at a time on the machine: the namespaces are fixed by

@@ -36,7 +36,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "images")
 WORK = os.path.join(ROOT, "build", "realkube")
-REALKUBE = os.environ.get("REALKUBE", os.path.join(ROOT, "..", "shared", "k8s", "realkube"))
+REALKUBE = os.environ.get("REALKUBE", os.path.join(ROOT, "scripts", "realkube"))
 PYTHON = "/usr/bin/python3"
 
 FN_IMAGE = "example.com/fns/%s:v1"

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Builds the real peers the tests run against, from the Go module proxy, into build/peers/:
+#
+#   kube         kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy
+#                (k8s.io/kubernetes, tests/tools/kube/go.mod), version stamped by -ldflags
+#   coredns      the cluster's DNS (github.com/coredns/coredns, tests/tools/coredns/go.mod)
+#   kube-router  the NetworkPolicy firewall (tests/tools/kube-router/go.mod)
+#
+# Each peer is a Go module of its own under tests/tools/<peer>/ (their dependency graphs
+# collide), pinned by its go.mod and go.sum. A peer is built again only when its pins, this
+# script or the Go toolchain changed: build/peers/<peer>/.stamp holds the hash of all three.
+# CGO_ENABLED=0 and -trimpath: static binaries that do not depend on this checkout's path.
+#
+#   scripts/build-peers.sh [PEER...]      (no PEER: all of them); prints nothing on stdout
+#   scripts/build-peers.sh --dir PEER     prints build/peers/<PEER>'s absolute path
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$ROOT/build/peers
+ALL=(kube coredns kube-router)
+
+log() { echo "build-peers: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# what each peer builds: "PACKAGE[:NAME]" per binary
+targets() {
+	case $1 in
+	kube)
+		local c
+		for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+			echo "k8s.io/kubernetes/cmd/$c"
+		done
+		;;
+	coredns) echo "github.com/coredns/coredns" ;;
+	kube-router) echo "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router" ;;
+	*) die "unknown peer '$1' (known: ${ALL[*]})" ;;
+	esac
+}
+
+# the version a module requires, from `go list -m` in the peer's module
+required() { (cd "$ROOT/tests/tools/$1" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' "$2"); }
+
+# -ldflags for a peer: Kubernetes reports the version its ldflags stamp (else v0.0.0-master)
+ldflags() {
+	local flags="-s -w"
+	if [ "$1" = kube ]; then
+		local v major minor
+		v=$(required kube k8s.io/kubernetes) || die "cannot read k8s.io/kubernetes's version from tests/tools/kube/go.mod"
+		major=${v#v}; major=${major%%.*}
+		minor=${v#v*.}; minor=${minor%%.*}
+		local pkg
+		for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+			flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+		done
+	fi
+	echo "$flags"
+}
+
+stamp_of() {
+	local mod=$ROOT/tests/tools/$1
+	{
+		cat "$mod/go.mod" "$mod/go.sum"
+		cat "${BASH_SOURCE[0]}"
+		go version
+	} | sha256sum | cut -d' ' -f1
+}
+
+build_peer() {
+	local peer=$1 mod=$ROOT/tests/tools/$1 dir=$OUT/$1 stamp
+	[ -f "$mod/go.mod" ] || die "tests/tools/$peer/go.mod is missing: the pins of peer '$peer'"
+	stamp=$(stamp_of "$peer")
+	if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; then
+		return 0
+	fi
+	local t0=$SECONDS pkgs
+	mapfile -t pkgs < <(targets "$peer")
+	mkdir -p "$dir"
+	rm -f "$dir/.stamp"
+	log "$peer: building ${pkgs[*]##*/} from tests/tools/$peer (first time: module downloads and a full compile, minutes; log: $dir/build.log)"
+	if ! (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
+		go build -trimpath -ldflags "$(ldflags "$peer")" -o "$dir/" "${pkgs[@]}") >"$dir/build.log" 2>&1; then
+		tail -n 20 "$dir/build.log" >&2
+		if grep -qE 'proxy.golang.org|dial tcp|no such host|i/o timeout|connection refused' "$dir/build.log"; then
+			die "$peer: the Go module proxy could not be reached (see $dir/build.log); check the network or GOPROXY ($(go env GOPROXY)) and run again"
+		fi
+		die "$peer: go build failed (see $dir/build.log); its pins are tests/tools/$peer/go.mod"
+	fi
+	local p
+	for p in "${pkgs[@]}"; do
+		[ -x "$dir/${p##*/}" ] || die "$peer: go build made no ${p##*/} in $dir"
+	done
+	echo "$stamp" >"$dir/.stamp"
+	log "$peer: built in $((SECONDS - t0)) s"
+}
+
+command -v go >/dev/null || die "no 'go' on PATH: the peers are built with Go (1.24 or newer) from the Go module proxy; install Go and run again"
+
+if [ "${1:-}" = --dir ]; then
+	[ -n "${2:-}" ] || die "usage: build-peers.sh --dir PEER"
+	targets "$2" >/dev/null
+	echo "$OUT/$2"
+	exit 0
+fi
+peers=("$@")
+[ ${#peers[@]} -gt 0 ] || peers=("${ALL[@]}")
+for p in "${peers[@]}"; do
+	targets "$p" >/dev/null
+	build_peer "$p"
+done
