@@ -132,7 +132,10 @@ build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
 	@mkdir -p $(@D)
 	musl-gcc -static -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -o $@ $<
 
+# tests/realkube_lifecycle first: scripts/realkube's own start/stop promises (they stop the
+# cluster, and start it again at their end when it ran before).
 realkube-test: test-deps build/krmpod build/realkube/argocd-cmp-server
+	REALKUBE=$(REALKUBE) $(PYTHON) -m pytest -q tests/realkube_lifecycle
 	REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/realkube
 
 test: lint unit fuzz-replay kubesim-test registry-test manifests-test e2e-selftest integration soak-short realkube-test

@@ -5,6 +5,8 @@
 #                (k8s.io/kubernetes, tests/tools/kube/go.mod), version stamped by -ldflags
 #   coredns      the cluster's DNS (github.com/coredns/coredns, tests/tools/coredns/go.mod)
 #   kube-router  the NetworkPolicy firewall (tests/tools/kube-router/go.mod)
+#   kube-next    the newest Kubernetes minor (tests/tools/kube-next), only when named: tried
+#                by hand with REALKUBE_BIN_DIR (docs/testing.md, "Kubernetes 1.37")
 #
 # Each peer is a Go module of its own under tests/tools/<peer>/ (their dependency graphs
 # collide), pinned by its go.mod and go.sum. A peer is built again only when its pins, this
@@ -13,10 +15,11 @@
 #
 #   scripts/build-peers.sh [PEER...]      (no PEER: all of them); prints nothing on stdout
 #   scripts/build-peers.sh --dir PEER     prints build/peers/<PEER>'s absolute path
+# KRMPOD_PEERS_DIR=DIR builds into DIR instead of build/peers.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=$ROOT/build/peers
+OUT=${KRMPOD_PEERS_DIR:-$ROOT/build/peers} # another place: the tests of this script
 ALL=(kube coredns kube-router)
 
 log() { echo "build-peers: $*" >&2; }
@@ -25,7 +28,7 @@ die() { log "error: $*"; exit 1; }
 # what each peer builds: "PACKAGE[:NAME]" per binary
 targets() {
 	case $1 in
-	kube)
+	kube | kube-next)
 		local c
 		for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
 			echo "k8s.io/kubernetes/cmd/$c"
@@ -43,9 +46,9 @@ required() { (cd "$ROOT/tests/tools/$1" && GOFLAGS=-mod=mod go list -m -f '{{.Ve
 # -ldflags for a peer: Kubernetes reports the version its ldflags stamp (else v0.0.0-master)
 ldflags() {
 	local flags="-s -w"
-	if [ "$1" = kube ]; then
+	if [ "$1" = kube ] || [ "$1" = kube-next ]; then
 		local v major minor
-		v=$(required kube k8s.io/kubernetes) || die "cannot read k8s.io/kubernetes's version from tests/tools/kube/go.mod"
+		v=$(required "$1" k8s.io/kubernetes) || die "cannot read k8s.io/kubernetes's version from tests/tools/$1/go.mod"
 		major=${v#v}; major=${major%%.*}
 		minor=${v#v*.}; minor=${minor%%.*}
 		local pkg
