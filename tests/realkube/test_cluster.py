@@ -72,6 +72,21 @@ class Lab:
                 name, timeout, st)
             time.sleep(0.3)
 
+    def wait_endpoint(self, service, ip, timeout=60):
+        """Until the Service's EndpointSlice lists ip as ready: until then kube-proxy
+        rejects the Service's traffic (no route to host)."""
+        path = ("/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices?labelSelector="
+                "kubernetes.io/service-name%%3D%s" % (self.ns, service))
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = [a for s in self.api.get(path)["items"] for e in s.get("endpoints") or []
+                     if (e.get("conditions") or {}).get("ready") for a in e["addresses"]]
+            if ip in ready:
+                return
+            assert time.monotonic() < deadline, "Service %s has no ready endpoint %s" % (
+                service, ip)
+            time.sleep(0.2)
+
     def sh(self, pod_name, command, timeout=30):
         """(exit code, stdout+stderr) of `sh -c command` in the pod's container."""
         r = kubectl("-n", self.ns, "exec", pod_name, "--", "sh", "-c", command,
@@ -120,6 +135,7 @@ def lab(cluster):
         lab.node_port = svc["spec"]["ports"][0]["nodePort"]
         lab.server_ip = lab.wait_ready("server")["status"]["podIP"]
         lab.client_ip = lab.wait_ready("client")["status"]["podIP"]
+        lab.wait_endpoint("web", lab.server_ip)
         yield lab
     finally:
         kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -50,15 +50,25 @@ def test_three_modes_give_the_same_bytes(install, exec_mode, pool, tmp_path):
     for fixture in PARITY:
         app = fn_app(tmp_path, fixture, name="app-" + fixture,
                      data={"key": "team", "value": "x", "name": "gen", "namespace": "ns1"})
+        cold = None
         for mode, env in (("attach", {}), ("exec", exec_mode), ("cold pool", pool),
                           ("warm pool", pool)):
+            if "pool" in mode:  # what the pool did, for a failure's message
+                env = dict(env, KRMPOD_LOG_LEVEL="debug")
             r, pods = render(install, app, **env)
             assert_ok(r)
             outputs.setdefault(fixture, {})[mode] = r.stdout
             err = r.stderr.decode()
+            if mode == "cold pool":
+                cold = (err, [pod_summary(p) for p in pods.values()],
+                        [pod_summary({"name": p["metadata"]["name"], "created": p})
+                         for p in pool_pods(install)])
             if mode == "warm pool":  # the pod the cold call left, taken again
-                assert not pods or all("created" not in p for p in pods.values()), \
-                    [pod_summary(p) for p in pods.values()]
+                assert not pods or all("created" not in p for p in pods.values()), (
+                    "the warm render made a pod: %s\n--- its stderr:\n%s\n--- the cold "
+                    "render's pods: %s\n--- the pool after it: %s\n--- its stderr:\n%s" % (
+                        [pod_summary(p) for p in pods.values()], err, cold[1], cold[2],
+                        cold[0]))
                 # through the render's session with it: the shim made no request
                 assert re.findall(r"image=\S+ .* requests=(\d+)", err) == ["0"], err
             if mode != "attach":
