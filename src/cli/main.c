@@ -3,6 +3,7 @@
  * Invoked as `docker` (a symlink in a private bin directory first on kustomize's PATH) it
  * is the shim; otherwise argv[1] names the command. Only this file prints errors. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <libgen.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -66,6 +67,18 @@ static void usage(FILE *out)
 	      out);
 }
 
+/* Whatever went to stdout through stdio reached it: a full disk (ENOSPC) or a reader that
+ * went away (EPIPE) is a failure, not a success with lost output. */
+static bool stdout_flushed(void)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return true;
+	log_error("writing to stdout failed: %s: the output is incomplete",
+	          errno ? strerror(errno) : "a write error");
+	return false;
+}
+
 static int exit_code_for(const struct err *e, bool runs_function, int fn_exit)
 {
 	if (e->code == ERR_SIGNAL)
@@ -81,8 +94,9 @@ static int dispatch(const struct role *role, int argc, char **argv)
 	int exit_code = 0;
 	int rc = role->fn(argc, argv, &exit_code, &e);
 	if (rc == 0) {
-		fflush(stdout);
-		return exit_code;
+		if (stdout_flushed())
+			return exit_code;
+		return role->runs_function ? EXIT_DOCKER_FAILED : EXIT_FAILURE_;
 	}
 	log_error("%s", e->msg);
 	int code = exit_code_for(e, role->runs_function, exit_code);
@@ -122,7 +136,7 @@ int main(int argc, char **argv)
 	} else if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	           strcmp(argv[1], "-h") == 0) {
 		usage(argc < 2 ? stderr : stdout);
-		code = argc < 2 ? EXIT_USAGE : 0;
+		code = argc < 2 ? EXIT_USAGE : stdout_flushed() ? 0 : EXIT_FAILURE_;
 	} else {
 		const struct role *role = NULL;
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
