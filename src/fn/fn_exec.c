@@ -181,24 +181,29 @@ static int call_end(void *ud, char type)
 	return 0;
 }
 
-/* Queues stdin frames: at most one chunk of the function's stdin, or its end. */
-static void queue_stdin(int in_fd, struct buf *q, bool *in_done, uint64_t *sent)
+/* Queues stdin frames: at most one chunk of the function's stdin, or its end. A read error
+ * fails the call, as on the attach and single-exec paths: taken as the end, it would hand
+ * the function a cut input that it may well accept. */
+static int queue_stdin(int in_fd, struct buf *q, bool *in_done, uint64_t *sent, struct err **err)
 {
 	char chunk[LIMIT_STDIN_CHUNK];
 	ssize_t n = in_fd < 0 ? 0 : read(in_fd, chunk, sizeof(chunk));
-	if (n < 0 && errno == EINTR)
-		return;
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n < 0)
+		return err_set(err, ERR_IO, "read stdin: %s", strerror(errno));
 	char head[FRAME_HEADER];
-	if (n <= 0) { /* EOF (or a read error: the function sees its stdin end) */
+	if (n == 0) { /* EOF */
 		frame_header(FRAME_IN_END, 0, head);
 		buf_append(q, head, sizeof(head), "session", NULL);
 		*in_done = true;
-		return;
+		return 0;
 	}
 	frame_header(FRAME_IN, (size_t)n, head);
 	buf_append(q, head, sizeof(head), "session", NULL);
 	buf_append(q, chunk, (size_t)n, "session", NULL);
 	*sent += (uint64_t)n;
+	return 0;
 }
 
 /* Connects to the session's socket: -1 when nobody listens (the caller execs instead). */
@@ -245,13 +250,15 @@ static int session_pump(struct session_call *c, int fd, const struct buf *header
 		        {.fd = want_in ? in_fd : -1, .events = POLLIN},
 		};
 		if (want_in && in_fd < 0) {
-			queue_stdin(-1, &q, &in_done, &c->res->bytes_in);
+			queue_stdin(-1, &q, &in_done, &c->res->bytes_in, err);
 			continue;
 		}
 		if (poll(pf, 2, left < 50 ? (int)left : 50) < 0 && errno != EINTR)
 			return err_set(err, ERR_INTERNAL, "poll: %s", strerror(errno));
-		if (pf[1].revents)
-			queue_stdin(in_fd, &q, &in_done, &c->res->bytes_in);
+		if (pf[1].revents && queue_stdin(in_fd, &q, &in_done, &c->res->bytes_in, err) < 0)
+			return err_wrap(err, "function %s: pod %s/%s: the render's session",
+			                fn_pod_request(p)->image, fn_pod_namespace(p),
+			                fn_pod_name(p));
 		if (pf[0].revents & POLLOUT) {
 			ssize_t n = send(fd, q.data, q.len, MSG_NOSIGNAL);
 			if (n < 0 && errno != EAGAIN && errno != EINTR)

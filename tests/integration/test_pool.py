@@ -362,3 +362,41 @@ def test_sigterm_during_a_session_call_retires_the_pod_at_once(pool, tmp_path):
     while any(x["metadata"]["name"] == p["metadata"]["name"] for x in pool.api_pods()):
         assert time.monotonic() - t < 3, (err.decode(), pool_pods(pool))
         time.sleep(0.05)
+
+
+# A kustomize that runs the real one with a `docker` of its own first on PATH: the shim,
+# with a stdin whose read fails (EISDIR: an open directory), for the session path's read
+# error. The shim keeps its name (argv[0] `docker`) and its arguments.
+BAD_STDIN_KUSTOMIZE = r"""#!/usr/bin/python3
+import os, shutil, sys, tempfile
+d = tempfile.mkdtemp(prefix="bad-stdin-")
+shim = shutil.which("docker")
+with open(os.path.join(d, "docker"), "w") as f:
+    f.write("#!/usr/bin/python3\nimport os, sys\nfd = os.open('/', os.O_RDONLY)\n"
+            "os.dup2(fd, 0)\nos.execv(%r, ['docker'] + sys.argv[1:])\n" % shim)
+os.chmod(os.path.join(d, "docker"), 0o755)
+os.environ["PATH"] = d + ":" + os.environ["PATH"]
+args = sys.argv[1:]
+os.execvp("kubectl", ["kubectl", "kustomize"] + (args[1:] if args[:1] == ["build"] else args))
+"""
+
+
+def test_a_stdin_read_error_on_the_session_path_fails_the_call(pool, tmp_path):
+    """The shim's call through the render's session: its stdin cannot be read (EISDIR).
+    The call fails naming stdin, as on the attach and single-exec paths, and the
+    function never runs on a cut input taken for a whole one (the old code sent the end
+    of stdin instead, and cat printed nothing); the pod is retired, not given back."""
+    kz = tmp_path / "kustomize-bad-stdin"
+    kz.write_text(BAD_STDIN_KUSTOMIZE)
+    kz.chmod(0o755)
+    env = cmp_env(pool, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                          KRMPOD_WARM_POOL_IMAGES=POOLED))
+    app = fn_app(tmp_path, "example.com/fns/cat:v1")
+    r = generate(app, env)  # a cold render leaves an idle pod: the next call is warm
+    assert r.returncode == 0, r.stderr.decode()
+    r = generate(app, dict(env, KRMPOD_KUSTOMIZE=str(kz), KRMPOD_LOG_LEVEL="debug"))
+    err = r.stderr.decode()
+    assert r.returncode != 0 and r.stdout == b"", err
+    assert "the render's session: read stdin: Is a directory" in err, err
+    assert [p for p in pool_pods(pool) if state(p) == "idle"
+            and not p["metadata"].get("deletionTimestamp")] == [], pool_pods(pool)
