@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,4 +224,24 @@ int fd_unix_socket(const char *path, bool listen_, int backlog)
 		close(fd);
 	errno = e;
 	return rc < 0 ? -1 : fd;
+}
+
+int fd_accept(int listen_fd, int wake_fd)
+{
+	for (int tries = 0;; tries++) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0)
+			return fd;
+		int e = errno;
+		if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+			return -1;
+		if (tries == FD_ACCEPT_RETRIES)
+			return -1;
+		struct pollfd p = {.fd = wake_fd, .events = POLLIN};
+		if (poll(&p, 1, FD_ACCEPT_RETRY_MS) > 0) {
+			errno = ECANCELED;
+			return -1;
+		}
+		errno = e;
+	}
 }

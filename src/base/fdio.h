@@ -46,4 +46,16 @@ int fd_remove_tree(const char *path, const char *what, struct err **err);
  * (ENAMETOOLONG when even that is too long). */
 int fd_unix_socket(const char *path, bool listen_, int backlog);
 
+/* Waits between accept attempts that failed for want of a resource, and how many. */
+#define FD_ACCEPT_RETRY_MS 100
+#define FD_ACCEPT_RETRIES  50
+
+/* Accepts one connection on listen_fd (close-on-exec, non-blocking). A failure that leaves
+ * the socket readable (EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays queued) is
+ * retried after FD_ACCEPT_RETRY_MS, FD_ACCEPT_RETRIES times at most, sleeping in poll() on
+ * wake_fd (-1: none), never in a busy loop. Returns the new descriptor, or -1 with errno:
+ * EAGAIN, EINTR or ECONNABORTED (nothing to take now), ECANCELED (wake_fd became readable),
+ * or the resource error that outlasted the retries. */
+int fd_accept(int listen_fd, int wake_fd);
+
 #endif

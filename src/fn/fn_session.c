@@ -202,9 +202,19 @@ static void *relay_main(void *arg)
 		}
 		if (!p[0].revents)
 			continue;
-		int conn = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (conn < 0)
+		int conn = fd_accept(s->listen_fd, s->wake[0]);
+		if (conn < 0 && (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED ||
+		                 errno == ECANCELED))
 			continue;
+		if (conn < 0) { /* no descriptor for the call for 5 s: the session cannot serve */
+			log_info("session with pod %s: cannot accept a call: %s; the session ends",
+			         s->pod, strerror(errno));
+			s->broken = true;
+			/* the waiting shim's connection is reset now, not at the render's end */
+			close(s->listen_fd);
+			s->listen_fd = -1;
+			break;
+		}
 		bool ok = relay_one(s, conn);
 		close(conn);
 		s->calls++;

@@ -1,0 +1,118 @@
+/* Unit tests: fd_accept (fdio.h): a connection waiting while no descriptor is free is
+ * retried sleeping, never in a busy loop, and a wake ends the wait. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/fdio.h"
+#include "check.h"
+
+/* A listening socket with one client connected to it (queued, not accepted). */
+static int listener_with_client(char *path, int *client)
+{
+	snprintf(path, 108, "/tmp/krmpod-test-fdio-%d.sock", (int)getpid());
+	unlink(path);
+	int l = fd_unix_socket(path, true, 4);
+	*client = fd_unix_socket(path, false, 0);
+	return l;
+}
+
+static long long cpu_ms(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return (long long)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000 +
+	       (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000;
+}
+
+TEST(accepts_a_waiting_connection)
+{
+	char path[108];
+	int client = -1;
+	int l = listener_with_client(path, &client);
+	CHECK(l >= 0 && client >= 0);
+	int c = fd_accept(l, -1);
+	CHECK(c >= 0);
+	/* and nothing more is waiting: EAGAIN at once (the socket is non-blocking) */
+	struct pollfd p = {.fd = l, .events = POLLIN};
+	CHECK_INT(poll(&p, 1, 0), 0);
+	close(c), close(client), close(l);
+	unlink(path);
+}
+
+/* No descriptor left (RLIMIT_NOFILE at the number in use): accept4 fails with EMFILE and
+ * the connection stays queued, the socket readable. The retries sleep: the whole wait
+ * (FD_ACCEPT_RETRIES x FD_ACCEPT_RETRY_MS) costs little CPU, and ends with EMFILE. */
+TEST(no_descriptor_left_is_waited_out_without_spinning)
+{
+	char path[108];
+	int client = -1;
+	int l = listener_with_client(path, &client);
+	CHECK(l >= 0 && client >= 0);
+	struct rlimit old;
+	getrlimit(RLIMIT_NOFILE, &old);
+	int highest = client > l ? client : l;
+	struct rlimit tight = {.rlim_cur = (rlim_t)highest + 1, .rlim_max = old.rlim_max};
+	CHECK(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+	long long t0 = now_ms(), c0 = cpu_ms();
+	int c = fd_accept(l, -1);
+	int e = errno;
+	long long wall = now_ms() - t0, cpu = cpu_ms() - c0;
+	setrlimit(RLIMIT_NOFILE, &old);
+	CHECK_INT(c, -1);
+	CHECK_INT(e, EMFILE);
+	CHECK(wall >= (long long)FD_ACCEPT_RETRIES * FD_ACCEPT_RETRY_MS * 9 / 10);
+	/* a busy loop would burn about the whole wall time */
+	if (cpu > wall / 10)
+		fprintf(stderr, "fd_accept spent %lld ms of CPU in %lld ms\n", cpu, wall);
+	CHECK(cpu <= wall / 10);
+	/* once a descriptor is free again, the same connection is taken */
+	c = fd_accept(l, -1);
+	CHECK(c >= 0);
+	close(c), close(client), close(l);
+	unlink(path);
+}
+
+/* A wake (the session closing) ends the wait at once with ECANCELED. */
+TEST(a_wake_ends_the_wait)
+{
+	char path[108];
+	int client = -1;
+	int l = listener_with_client(path, &client);
+	int wake[2];
+	CHECK(pipe(wake) == 0);
+	CHECK(write(wake[1], "x", 1) == 1);
+	struct rlimit old;
+	getrlimit(RLIMIT_NOFILE, &old);
+	int highest = wake[1];
+	if (l > highest)
+		highest = l;
+	if (client > highest)
+		highest = client;
+	struct rlimit tight = {.rlim_cur = (rlim_t)highest + 1, .rlim_max = old.rlim_max};
+	CHECK(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+	long long t0 = now_ms();
+	int c = fd_accept(l, wake[0]);
+	int e = errno;
+	long long wall = now_ms() - t0;
+	setrlimit(RLIMIT_NOFILE, &old);
+	CHECK_INT(c, -1);
+	CHECK_INT(e, ECANCELED);
+	CHECK(wall < 1000);
+	close(client), close(l), close(wake[0]), close(wake[1]);
+	unlink(path);
+}
+
+int main(void)
+{
+	RUN(accepts_a_waiting_connection);
+	RUN(no_descriptor_left_is_waited_out_without_spinning);
+	RUN(a_wake_ends_the_wait);
+	return check_summary();
+}
