@@ -55,6 +55,9 @@ static int spawn_call(struct serve *s)
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* a process group of its own: `krmpod call` and the function it runs (and what
+		 * that one forks) are killed together when the call is abandoned */
+		setpgid(0, 0);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -179,6 +182,7 @@ static void abandon_call(struct serve *s)
 	if (!s->active)
 		return;
 	if (s->c.pid > 0) {
+		kill(-s->c.pid, SIGKILL); /* the call's group: the function with it */
 		kill(s->c.pid, SIGKILL);
 		while (waitpid(s->c.pid, NULL, 0) < 0 && errno == EINTR)
 			;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,20 +257,68 @@ TEST(a_session_runs_calls_one_after_another)
 /* Starts a call that runs for 30 s (its stdin ended or not), then ends the session's stdin
  * (a shim cut off, or the janitor closing the session): the call must be killed, not
  * waited for, and serve must fail. */
+static bool read_full(int fd, char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		p += r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* The number the first 'o' frame from the pod starts with (0 when none came). */
+static long first_out_number(int fd)
+{
+	char head[FRAME_HEADER], payload[64];
+	while (read_full(fd, head, sizeof(head))) {
+		uint32_t len = (uint32_t)(unsigned char)head[1] << 24 |
+		               (uint32_t)(unsigned char)head[2] << 16 |
+		               (uint32_t)(unsigned char)head[3] << 8 | (unsigned char)head[4];
+		if (len >= sizeof(payload) || !read_full(fd, payload, len))
+			return 0;
+		payload[len] = '\0';
+		if (head[0] == FRAME_OUT)
+			return strtol(payload, NULL, 10);
+	}
+	return 0;
+}
+
 static void cut_a_running_call(bool stdin_sent)
 {
 	char work[] = "/tmp/krmpod-serve-work-XXXXXX";
 	struct session s;
 	session_in_scratch(work, &s);
-	const char *h = "{\"argv\":[\"/bin/sh\",\"-c\",\"echo started; exec sleep 30\"]}\n";
+	/* the function prints its pid and goes on as `sleep` (the call's grandchild) */
+	const char *h = "{\"argv\":[\"/bin/sh\",\"-c\",\"echo $$; exec sleep 30\"]}\n";
 	CHECK_INT(frame_write(s.to, FRAME_IN, h, strlen(h), NULL), 0);
 	if (stdin_sent)
 		CHECK_INT(frame_write(s.to, FRAME_IN_END, "", 0, NULL), 0);
-	char buf[64];
-	CHECK(read(s.from, buf, sizeof(buf)) > 0); /* the 'o' frame of "started" */
+	long fn_pid = first_out_number(s.from);
+	CHECK(fn_pid > 1);
 	time_t t0 = time(NULL);
 	CHECK_INT(session_end(&s), 1); /* stdin ended inside the call: an error */
 	CHECK(time(NULL) - t0 < 10);   /* the call was killed, not waited for */
+	/* and the function with it, not only `krmpod call` (it is reaped by whoever adopted
+	 * it: its /proc entry goes, or stays a zombie for a moment) */
+	bool gone = false;
+	for (int i = 0; i < 200 && fn_pid > 1 && !gone; i++) {
+		char path[64], st[256] = "";
+		snprintf(path, sizeof(path), "/proc/%ld/stat", fn_pid);
+		FILE *f = fopen(path, "r");
+		gone = f == NULL || fgets(st, sizeof(st), f) == NULL || strstr(st, ") Z ") != NULL;
+		if (f)
+			fclose(f);
+		if (!gone)
+			usleep(10000);
+	}
+	if (!gone && fn_pid > 1)
+		kill((pid_t)fn_pid, SIGKILL);
+	CHECK(gone);
 	fd_remove_tree(work, "test", NULL);
 }
 
