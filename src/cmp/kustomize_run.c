@@ -38,44 +38,41 @@ static void signal_all(pid_t pid, bool shared_group, int sig)
 	sigaction(sig, &old, NULL);
 }
 
-/* True when no child is left but `keep`: read from /proc (Linux's children list of the main
- * thread, which runs this loop and is where a subreaper's adopted orphans appear too). */
-static bool only_kept_left(pid_t keep)
+/* Reaps every exited child but `keep` (the prestart janitor), kustomize's orphans included
+ * (we are their subreaper), one pid at a time from /proc: never waitpid(-1), which could
+ * reap the janitor, free its pid for reuse, and make a dead janitor look alive to the shims
+ * that check it (proc_running(): a zombie is dead, a pid in use by another is not).
+ * Records kustomize's status in *status. Returns true when no child but keep is left. */
+static bool reap(pid_t pid, pid_t keep, int *status, bool *pid_done)
 {
+	int st;
+	if (!*pid_done && waitpid(pid, &st, WNOHANG) == pid) {
+		*status = st;
+		*pid_done = true;
+	}
+	/* the main thread's list, where a subreaper's adopted orphans appear too */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
 	FILE *f = fopen(path, "re");
 	if (f == NULL)
-		return false;
-	long pid;
-	bool others = false;
-	while (fscanf(f, "%ld", &pid) == 1)
-		if ((pid_t)pid != keep)
-			others = true;
-	fclose(f);
-	return !others;
-}
-
-/* Reaps every exited descendant (we are their subreaper) but `keep`. Returns true when none
- * is left; records kustomize's own status in *status. */
-static bool reap(pid_t pid, pid_t keep, int *status, bool *pid_done)
-{
-	for (;;) {
-		int st;
-		pid_t r = waitpid(-1, &st, WNOHANG);
-		if (r == pid) {
-			*status = st;
-			*pid_done = true;
+		return *pid_done; /* orphans unseen: done once kustomize is */
+	long child;
+	bool left = false;
+	while (fscanf(f, "%ld", &child) == 1) {
+		pid_t c = (pid_t)child;
+		if (c == keep || c <= 0)
+			continue;
+		if (waitpid(c, &st, WNOHANG) == c) {
+			if (c == pid) {
+				*status = st;
+				*pid_done = true;
+			}
 			continue;
 		}
-		if (r > 0 && r == keep)
-			continue; /* cannot happen while keep runs; harmless if it ended early */
-		if (r > 0)
-			continue;
-		if (r < 0)
-			return errno == ECHILD;
-		return keep > 0 && only_kept_left(keep);
+		left = true;
 	}
+	fclose(f);
+	return !left && *pid_done;
 }
 
 static void drain(int fd)

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
@@ -594,7 +595,7 @@ static int delete_pod(struct fn_pod *p, struct err **err)
  * failed call (its offer then stays taken: no other function of the render gets it). */
 static int end_pod(struct fn_pod *p, bool clean, struct err **err)
 {
-	if (p->render_pod && kill(p->janitor, 0) < 0 && errno == ESRCH) {
+	if (p->render_pod && !proc_running(p->janitor)) {
 		log_debug("pod %s/%s: the render's janitor is gone", p->ns, p->name);
 		p->render_pod = false; /* nobody else will delete it */
 	}

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "kube/kube_api.h"
@@ -412,7 +413,7 @@ bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until,
 		if (access(sock_path, F_OK) == 0)
 			return true;
 		if (access(none, F_OK) == 0 || *cancel || now_ms() >= until ||
-		    (janitor_pid > 0 && kill((pid_t)janitor_pid, 0) < 0 && errno == ESRCH))
+		    (janitor_pid > 0 && !proc_running((pid_t)janitor_pid)))
 			return false;
 		sleep_ms(5, cancel);
 	}

@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/fdio.h"
+#include "base/proc.h"
 #include "base/xalloc.h"
 
 #define KEY_HEX 16
@@ -109,7 +110,7 @@ static bool maker_alive(const char *path)
 	long pid = strtol(text, &end, 10);
 	if (pid <= 0 || end == text)
 		return true;
-	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+	return proc_running((pid_t)pid);
 }
 
 /* Takes an offer for key, or returns NULL; *pending says whether an offer for key is still
