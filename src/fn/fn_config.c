@@ -141,7 +141,7 @@ uint64_t fn_config_key(const struct fn_request *req, const struct settings *s)
 	t.timeout_ms = 0; /* activeDeadlineSeconds follows the clock */
 	cleanup_buf struct buf b;
 	buf_init(&b, 0);
-	pod_spec_build(&r, &t, &b);
+	pod_spec_build_for_key(&r, &t, &b);
 	uint64_t h = 1469598103934665603ull;
 	for (size_t i = 0; i < b.len; i++) {
 		h ^= (unsigned char)b.data[i];

@@ -6,7 +6,10 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/http_util.h"
+#include "base/json.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 
 #define CORE "/api/v1/namespaces/"
@@ -82,14 +85,54 @@ void kube_api_stream_path_parts(const char *path, char **ns, char **subresource)
 		*subresource = xstrdup("attach");
 }
 
+/* The body's KUBE_LABEL_CREATE_ID (NULL when it has none). */
+static char *create_id_of(const char *body, size_t len)
+{
+	cleanup_json struct json *j = NULL;
+	if (json_parse(body, len, "pod body", &j, NULL) < 0)
+		return NULL;
+	const char *id = json_str(json_get(json_path(j, "metadata.labels"), KUBE_LABEL_CREATE_ID));
+	return id ? xstrdup(id) : NULL;
+}
+
+/* After an answer that leaves a create's fate unknown: the pod the body made, if any
+ * (1, in *out), none (0), or an error (-1). */
+static int created_by(struct kube_client *c, const char *ns, const char *id, struct json **out,
+                      struct err **err)
+{
+	cleanup_free char *sel = xasprintf(KUBE_LABEL_CREATE_ID "=%s", id);
+	cleanup_json struct json *list = NULL;
+	if (kube_api_pod_list(c, ns, sel, &list, err) < 0)
+		return -1;
+	const struct json *items = json_get(list, "items");
+	if (json_len(items) == 0)
+		return 0;
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	json_write(&w, json_at(items, 0));
+	int rc = json_parse(b.data, b.len, "pod", out, err) < 0 ? -1 : 1;
+	buf_free(&b);
+	return rc;
+}
+
+/* Whether a failed POST may have been applied: a 5xx, or the connection lost. */
+static bool fate_unknown(long status, const struct err *e)
+{
+	return (status >= 500 && status <= 599 && status != 501) ||
+	       (status == 0 && e && e->code == ERR_NET);
+}
+
 int kube_api_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
                         struct json **out, struct err **err)
 {
 	cleanup_free char *path = xasprintf(CORE "%s/pods?fieldValidation=Strict", ns);
+	cleanup_free char *id = create_id_of(body, len);
 	volatile sig_atomic_t *cancel = kube_client_get_cancel(c);
 	kube_client_set_cancel(c, NULL);
 	int rc;
-	for (int attempt = 0;; attempt++) {
+	for (int attempt = 0, unknown = 0;; attempt++) {
 		long status = 0;
 		rc = kube_request(c, "POST", path, "application/json", body, len, &status, out,
 		                  err);
@@ -97,6 +140,27 @@ int kube_api_pod_create(struct kube_client *c, const char *ns, const char *body,
 			err_free(*err);
 			*err = NULL;
 			continue;
+		}
+		if (rc < 0 && id && fate_unknown(status, *err) && unknown < 3) {
+			unknown++;
+			log_info("%s; looking for the pod it may have made (%s=%s)", (*err)->msg,
+			         KUBE_LABEL_CREATE_ID, id);
+			cleanup_err struct err *le = NULL;
+			int found = created_by(c, ns, id, out, &le);
+			if (found > 0) {
+				err_free(*err);
+				*err = NULL;
+				rc = 0;
+				break;
+			}
+			if (found == 0) { /* not applied: safe to send again */
+				err_free(*err);
+				*err = NULL;
+				sleep_ms(100 << unknown, NULL);
+				continue;
+			}
+			err_wrap(err, "and the pod it may have made cannot be looked up (%s)",
+			         le->msg);
 		}
 		break;
 	}

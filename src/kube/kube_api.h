@@ -49,10 +49,18 @@ void kube_api_stream_path_parts(const char *path, char **ns, char **subresource)
 
 /* --- calls ---------------------------------------------------------------------------- */
 
+/* The label that makes a pod create safe to repeat: a random value per body (pod_spec.h
+ * writes it). */
+#define KUBE_LABEL_CREATE_ID "krmpod.dev/create-id"
+
 /* Creates a pod from a JSON body (POST .../pods?fieldValidation=Strict), trying again when
- * its generateName collided with an existing pod (409, up to 3 times). Not cancellable: a
- * create cut short might still be applied server-side, and then nobody would know the name of
- * the pod to delete. *out receives the created object (with its metadata.name). */
+ * its generateName collided with an existing pod (409, up to 3 times). A POST is never
+ * repeated blindly: after an answer that leaves unknown whether the server applied it (a
+ * 5xx, a connection lost after sending), the pod is looked up by the body's
+ * KUBE_LABEL_CREATE_ID first, taken when it exists and created again only when it does not
+ * (up to 3 times). Not cancellable: a create cut short might still be applied server-side,
+ * and then nobody would know the name of the pod to delete. *out receives the created object
+ * (with its metadata.name). */
 int kube_api_pod_create(struct kube_client *c, const char *ns, const char *body, size_t len,
                         struct json **out, struct err **err);
 

@@ -677,6 +677,10 @@ static int retry_status(struct kube_client *c, const struct req *r, const struct
 {
 	if ((x->status != 429 && (x->status < 500 || x->status > 599)) || retries >= MAX_RETRIES)
 		return 0;
+	/* A 5xx may come after the server applied the request: a POST or PATCH is not sent
+	 * again (429 is refused before any work, so it is). Its caller knows how to find out. */
+	if (x->status != 429 && !idempotent(r->method))
+		return 0;
 	int64_t hinted = http_retry_after_ms(x->retry_after, time(NULL));
 	int64_t wait = hinted >= 0 ? hinted : backoff_ms(retries);
 	if (wait > RETRY_WAIT_CAP_MS)

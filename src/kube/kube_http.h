@@ -9,7 +9,9 @@
  * the Status body, and a message "METHOD PATH: CODE REASON: server message". Bodies that are
  * not a Status (429 may be plain text) are quoted, cut to 512 bytes.
  *
- * Retries (bounded): 429 and 5xx are retried up to 5 times, honouring Retry-After (capped at
+ * Retries (bounded): 429 is retried up to 5 times, and so are 5xx answers to a GET or DELETE
+ * (a POST or PATCH answered 5xx may have been applied: it is never sent again, and
+ * kube_api.h's pod create finds out what happened instead), honouring Retry-After (capped at
  * 10 s per wait) or else backing off 100 ms, 200 ms, 400 ms...; a GET or DELETE (not a
  * stream) is also retried on connection errors (reset, empty reply, cut body), and any
  * request when the connection was refused (nothing was sent; a POST that may have reached

@@ -12,6 +12,7 @@
 #define POD_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
 #define POD_LABEL_FUNCTION   "krmpod.dev/function"
 #define POD_LABEL_NETWORK    "krmpod.dev/network" /* none | granted */
+/* and KUBE_LABEL_CREATE_ID (kube/kube_api.h), random per pod create */
 
 /* The full image the pod runs, as the request named it. */
 #define POD_ANNOTATION_IMAGE "krmpod.dev/image"

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "kube/kube_api.h"
 #include "pod/pod_agent.h"
 #include "pod/pod_container.h"
 #include "pod/pod_mounts.h"
@@ -104,7 +106,7 @@ static void write_pool_meta(struct jw *w, const struct pod_pool_meta *m, bool la
 }
 
 static void write_metadata(struct jw *w, const struct fn_request *req, const struct settings *s,
-                           const struct pod_pool_meta *pool)
+                           const struct pod_pool_meta *pool, bool create_id)
 {
 	jw_key(w, "metadata");
 	jw_obj_begin(w);
@@ -118,6 +120,15 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 	for (size_t i = 0; i < n; i++)
 		jw_kv_str(w, labels[i].key, labels[i].value);
 	free(labels);
+	/* random per body: a create whose answer was lost is found by it (kube_api.h) */
+	if (create_id) {
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint64_t)(uintptr_t)&r ^ (uint64_t)rand();
+		char id[17];
+		snprintf(id, sizeof(id), "%016llx", (unsigned long long)r);
+		jw_kv_str(w, KUBE_LABEL_CREATE_ID, id);
+	}
 	write_pool_meta(w, pool, true);
 	jw_obj_end(w);
 	jw_key(w, "annotations");
@@ -266,20 +277,34 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	jw_obj_end(w);
 }
 
+static void build(const struct fn_request *req, const struct settings *s,
+                  const struct pod_pool_meta *pool, bool create_id, struct buf *out);
+
 void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out)
 {
-	pod_spec_build_pool(req, s, NULL, out);
+	build(req, s, NULL, true, out);
 }
 
 void pod_spec_build_pool(const struct fn_request *req, const struct settings *s,
                          const struct pod_pool_meta *pool, struct buf *out)
+{
+	build(req, s, pool, true, out);
+}
+
+void pod_spec_build_for_key(const struct fn_request *req, const struct settings *s, struct buf *out)
+{
+	build(req, s, NULL, false, out);
+}
+
+static void build(const struct fn_request *req, const struct settings *s,
+                  const struct pod_pool_meta *pool, bool create_id, struct buf *out)
 {
 	struct jw w;
 	jw_init(&w, out);
 	jw_obj_begin(&w);
 	jw_kv_str(&w, "apiVersion", "v1");
 	jw_kv_str(&w, "kind", "Pod");
-	write_metadata(&w, req, s, pool);
+	write_metadata(&w, req, s, pool, create_id);
 	jw_key(&w, "spec");
 	jw_obj_begin(&w);
 	jw_kv_str(&w, "restartPolicy", "Never");

@@ -26,9 +26,13 @@
 #include "config/settings.h"
 #include "pod/pod_names.h"
 
-/* Writes the Pod as JSON into out (appending). Cannot fail: inputs were validated when they
- * were parsed. */
+/* Writes the Pod as JSON into out (appending), with a random KUBE_LABEL_CREATE_ID of its own
+ * (kube_api.h). Cannot fail: inputs were validated when they were parsed. */
 void pod_spec_build(const struct fn_request *req, const struct settings *s, struct buf *out);
+
+/* The same pod without the random label: what a pod key (fn_config_key) is computed from. */
+void pod_spec_build_for_key(const struct fn_request *req, const struct settings *s,
+                            struct buf *out);
 
 /* A warm-pool pod (fn_pool.h): the pool's key and the lease it is created with (holder
  * NULL: idle since idle_since_ms). */

@@ -393,6 +393,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # --- responses ---------------------------------------------------------------------
     def send_json(self, code, obj, headers=None, ctype="application/json"):
+        after = getattr(self, "error_after", None)
+        if after and 200 <= code < 300:  # applied, but the answer is lost: an error instead
+            self.error_after = None
+            c = after["status"]
+            reason = {500: "InternalError", 503: "ServiceUnavailable",
+                      504: "Timeout"}.get(c, "InternalError")
+            code, obj = c, status(c, reason, "injected fault: %d %s after the request was "
+                                  "applied" % (c, reason))
         body = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", ctype)
@@ -595,7 +603,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if delay:
             time.sleep(delay)
         err = faults.take_http_error(method, path)
-        if err:
+        self.error_after = err if err and err.get("after") else None
+        if err and not err.get("after"):
             code = err["status"]
             hdrs = {"Retry-After": str(err["retry_after"])} if "retry_after" in err else {}
             if err.get("plain_text"):
