@@ -207,6 +207,34 @@ bool fn_pool_over_cap(struct kube_client *c, const struct settings *s, const cha
 	return n > (size_t)s->pool_max;
 }
 
+/* Deletes ns/name only while holder still holds it and nothing changed since it was read
+ * (uid and resourceVersion preconditions): never a pod another caller took meanwhile. */
+static int retire_if_ours(struct kube_client *c, const char *ns, const char *name,
+                          const char *holder, struct err **err)
+{
+	cleanup_json struct json *pod = NULL;
+	long status = 0;
+	if (kube_api_pod_get(c, ns, name, &status, &pod, err) < 0) {
+		if (status != 404)
+			return err_wrap(err, "look at pool pod %s/%s before retiring it", ns, name);
+		err_free(*err);
+		*err = NULL;
+		return 0; /* gone already */
+	}
+	const char *h = json_str(
+	        json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_LEASE_HOLDER));
+	if (is_idle(pod) || h == NULL || strcmp(h, holder) != 0) {
+		log_info("warm pool: pod %s/%s was given back after all (%s): left in the pool", ns,
+		         name, is_idle(pod) ? "idle" : "leased by another caller");
+		return 0;
+	}
+	const char *uid = json_str(json_path(pod, "metadata.uid"));
+	const char *rv = json_str(json_path(pod, "metadata.resourceVersion"));
+	if (uid == NULL || rv == NULL)
+		return kube_api_pod_delete(c, ns, name, err);
+	return kube_api_pod_delete_if(c, ns, name, uid, rv, err) < 0 ? -1 : 0;
+}
+
 int fn_pool_release(struct kube_client *c, const char *ns, const char *name, const char *holder,
                     bool keep, struct err **err)
 {
@@ -220,6 +248,10 @@ int fn_pool_release(struct kube_client *c, const char *ns, const char *name, con
 		log_msg(status == 403 ? LOG_WARN : LOG_INFO,
 		        "warm pool: pod %s/%s could not be given back (%s): retiring it", ns, name,
 		        e->msg);
+		/* A 5xx may hide a release that did apply: the pod may be idle again, or leased
+		 * by another caller already. It is retired only while still ours, unchanged. */
+		if (status >= 500 || status == 0)
+			return retire_if_ours(c, ns, name, holder, err);
 	}
 	return kube_api_pod_delete(c, ns, name, err);
 }
@@ -275,8 +307,23 @@ int fn_pool_janitor(struct kube_client *c, const struct settings *s, const char 
 			continue;
 		log_info("warm pool: %s pod %s/%s: %s", dry_run ? "would delete" : "deleting", ns,
 		         name, why);
-		if (!dry_run && kube_api_pod_delete(c, ns, name, err) < 0)
+		if (dry_run) {
+			(*deleted)++;
+			continue;
+		}
+		/* only the pod as listed: a claim that landed since changed it, and keeps it */
+		const char *uid = json_str(json_path(pod, "metadata.uid"));
+		const char *rv = json_str(json_path(pod, "metadata.resourceVersion"));
+		int rc = uid && rv ? kube_api_pod_delete_if(c, ns, name, uid, rv, err)
+		                   : kube_api_pod_delete(c, ns, name, err);
+		if (rc < 0)
 			return err_wrap(err, "delete pool pod %s/%s", ns, name);
+		if (rc == 1) {
+			log_info("warm pool: pod %s/%s changed since the list (a caller took it): "
+			         "left alone",
+			         ns, name);
+			continue;
+		}
 		(*deleted)++;
 	}
 	return 0;

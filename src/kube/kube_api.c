@@ -189,6 +189,38 @@ int kube_api_pod_delete(struct kube_client *c, const char *ns, const char *name,
 	return 0;
 }
 
+int kube_api_pod_delete_if(struct kube_client *c, const char *ns, const char *name, const char *uid,
+                           const char *resource_version, struct err **err)
+{
+	cleanup_free char *path = kube_api_pod_path(ns, name);
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "kind", "DeleteOptions");
+	jw_kv_str(&w, "apiVersion", "v1");
+	jw_kv_int(&w, "gracePeriodSeconds", 0);
+	jw_kv_str(&w, "propagationPolicy", "Background");
+	jw_key(&w, "preconditions");
+	jw_obj_begin(&w);
+	jw_kv_str(&w, "uid", uid);
+	jw_kv_str(&w, "resourceVersion", resource_version);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	long status = 0;
+	int rc = kube_request(c, "DELETE", path, "application/json", b.data, b.len, &status, NULL,
+	                      err);
+	buf_free(&b);
+	if (rc == 0)
+		return 0;
+	if (status != 404 && status != 409)
+		return -1;
+	err_free(*err);
+	*err = NULL;
+	return status == 409 ? 1 : 0;
+}
+
 int kube_api_pod_json_patch(struct kube_client *c, const char *ns, const char *name,
                             const char *patch, long *status, struct json **out, struct err **err)
 {

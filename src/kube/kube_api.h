@@ -68,6 +68,12 @@ int kube_api_pod_create(struct kube_client *c, const char *ns, const char *body,
  * already gone (404) is success. */
 int kube_api_pod_delete(struct kube_client *c, const char *ns, const char *name, struct err **err);
 
+/* Deletes the pod only if it is still the object that was read: its uid and resourceVersion
+ * as preconditions. Returns 0 when deleted (or already gone), 1 when it changed since (409:
+ * someone patched it, a pool claim say; it is left alone), -1 with *err otherwise. */
+int kube_api_pod_delete_if(struct kube_client *c, const char *ns, const char *name, const char *uid,
+                           const char *resource_version, struct err **err);
+
 /* GETs a pod into *out; *status (may be NULL) receives the HTTP status, also on errors (404:
  * the pod is gone). */
 int kube_api_pod_get(struct kube_client *c, const char *ns, const char *name, long *status,

@@ -400,3 +400,60 @@ def test_a_stdin_read_error_on_the_session_path_fails_the_call(pool, tmp_path):
     assert "the render's session: read stdin: Is a directory" in err, err
     assert [p for p in pool_pods(pool) if state(p) == "idle"
             and not p["metadata"].get("deletionTimestamp")] == [], pool_pods(pool)
+
+
+def test_a_claim_that_lands_between_the_janitor_s_list_and_its_delete_keeps_its_pod(pool):
+    """gc lists an idle pod past its TTL; before its DELETE is served (held back 2 s), a call
+    takes the pod and runs in it. The DELETE carries the listed uid and resourceVersion as
+    preconditions: the claim changed the pod, the server answers 409, the pod and its call
+    live on. The old janitor deleted from its stale list: the call lost its pod mid-run."""
+    slow = KUSTOMIZE_RUN + ["-e", "SLOW_SECONDS=3", "example.com/fns/slow-cat:v1"]
+    quick = KUSTOMIZE_RUN + ["-e", "SLOW_SECONDS=0", "example.com/fns/slow-cat:v1"]
+    r = run_shim(pool, quick, stdin=b"warm up", env=pool_env(pool), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    [idle] = pool_pods(pool)
+    assert state(idle) == "idle"
+    pool.faults(http_delays=[{"ms": 2000, "count": 1, "method": "DELETE"}])
+    before = len(pool.requests())
+    janitor = subprocess.Popen([shim_link("krmpod"), "gc"],
+                               env=pool_env(pool, KRMPOD_WARM_POOL_TTL="1ms"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 10
+    while time.time() < deadline and not any(
+            " GET " in l and "labelSelector=krmpod.dev%2Fpool" in l
+            for l in pool.requests()[before:]):
+        time.sleep(0.02)
+    time.sleep(0.2)  # gc is in its DELETE now, held back by the fault
+    call = run_shim(pool, slow, stdin=b"mid-janitor", env=pool_env(pool, KRMPOD_LOG_LEVEL="debug"),
+                    timeout=60)
+    out, err = janitor.communicate(timeout=30)
+    assert janitor.returncode == 0, err.decode()
+    assert call.returncode == 0 and call.stdout == b"mid-janitor", call.stderr.decode()
+    assert summary(call)[0] == idle["metadata"]["name"], call.stderr.decode()
+    assert "changed since the list (a caller took it): left alone" in err.decode(), err.decode()
+    assert [p["metadata"]["name"] for p in pool_pods(pool)] == [idle["metadata"]["name"]]
+
+
+def test_a_release_answered_504_after_it_applied_leaves_the_pod_in_the_pool(pool):
+    """The lease given back, then a 504 (the server applied the patch and timed out). The
+    patch is not sent again (it would fail its test with 422), and the pod is not retired
+    blindly either: it is read, found idle (given back after all) and left in the pool,
+    where another caller may have taken it already. The old client re-sent the patch, got
+    422 and deleted the pod."""
+    slow = KUSTOMIZE_RUN + ["-e", "SLOW_SECONDS=2", "example.com/fns/slow-cat:v1"]
+    r = run_shim(pool, slow, stdin=b"first", env=pool_env(pool), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    [p] = pool_pods(pool)
+    proc = subprocess.Popen([shim_link()] + slow, env=pool_env(pool, KRMPOD_LOG_LEVEL="info"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 20
+    while time.time() < deadline and [state(q) for q in pool_pods(pool)] != ["busy"]:
+        time.sleep(0.02)
+    # the claim is done: the next PATCH is the release
+    pool.faults(http_errors=[{"status": 504, "count": 1, "method": "PATCH", "after": True}])
+    out, err = proc.communicate(b"second", timeout=60)
+    assert proc.returncode == 0 and out == b"second", err.decode()
+    assert "was given back after all (idle): left in the pool" in err.decode(), err.decode()
+    assert [(q["metadata"]["name"], state(q)) for q in pool_pods(pool)] == [
+        (p["metadata"]["name"], "idle")]

@@ -964,6 +964,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                         "UID in object meta: %s" % (resource, name, uid,
                                                                     o["metadata"]["uid"]),
                                         {"name": name, "kind": resource})
+            rv = self.preconditions.get("resourceVersion")
+            if rv and rv != o["metadata"]["resourceVersion"]:
+                return self.send_status(409, "Conflict", "Operation cannot be fulfilled on %s "
+                                        "\"%s\": the ResourceVersion in the precondition (%s) "
+                                        "does not match the ResourceVersion in record (%s). The "
+                                        "object might have been modified" % (
+                                            resource, name, rv,
+                                            o["metadata"]["resourceVersion"]),
+                                        {"name": name, "kind": resource})
             d = cl.delete_pod(ns, name, grace) if resource == "pods" else \
                 cl.delete_template(ns, name)
             if d is None:
