@@ -28,6 +28,7 @@
 #define KRMPOD_AGENT_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -61,6 +62,7 @@ int agent_trailer_parse(const char *tail, size_t len, size_t *trailer_len,
 struct agent_call_header {
 	char **argv; /* NULL-terminated */
 	char **env;  /* "K=V", NULL-terminated (may be empty) */
+	bool pooled; /* a warm-pool pod: later calls may be another Application's */
 };
 
 /* Parses a header (without its '\n'). Fails with ERR_USAGE naming what is wrong. */
@@ -70,7 +72,7 @@ void agent_call_header_clear(struct agent_call_header *h);
 
 /* Writes the header for argv and env (both NULL-terminated) into out, '\n' included. */
 struct buf;
-void agent_call_header_write(char *const *argv, char *const *env, struct buf *out);
+void agent_call_header_write(char *const *argv, char *const *env, bool pooled, struct buf *out);
 
 /* A call session (agent_frame.h): calls one after another, each `SELF call WORKDIR` (self:
  * the krmpod binary, /proc/self/exe) as a

@@ -12,6 +12,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/msg.h>
+#include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include "base/clock.h"
 #include "base/fdio.h"
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 
@@ -66,9 +71,12 @@ int agent_call_header_parse(const char *text, size_t len, struct agent_call_head
 		return err_set(err, ERR_USAGE, "call header: not a JSON object");
 	for (size_t i = 0; i < json_len(j); i++) {
 		const char *k = json_key_at(j, i);
-		if (strcmp(k, "argv") != 0 && strcmp(k, "env") != 0)
+		if (strcmp(k, "argv") != 0 && strcmp(k, "env") != 0 && strcmp(k, "pooled") != 0)
 			return err_set(err, ERR_USAGE, "call header: unknown field \"%s\"", k);
 	}
+	const struct json *pooled = json_get(j, "pooled");
+	if (pooled && !json_bool(pooled, &out->pooled))
+		return err_set(err, ERR_USAGE, "call header: \"pooled\" must be true or false");
 	out->argv = string_array(json_get(j, "argv"), "argv", true, false, err);
 	if (out->argv == NULL)
 		return -1;
@@ -94,7 +102,7 @@ void agent_call_header_clear(struct agent_call_header *h)
 	memset(h, 0, sizeof(*h));
 }
 
-void agent_call_header_write(char *const *argv, char *const *env, struct buf *out)
+void agent_call_header_write(char *const *argv, char *const *env, bool pooled, struct buf *out)
 {
 	struct jw w;
 	jw_init(&w, out);
@@ -109,6 +117,8 @@ void agent_call_header_write(char *const *argv, char *const *env, struct buf *ou
 	for (size_t i = 0; env && env[i]; i++)
 		jw_str(&w, env[i]);
 	jw_arr_end(&w);
+	if (pooled)
+		jw_kv_bool(&w, "pooled", true);
 	jw_obj_end(&w);
 	buf_putc(out, '\n');
 }
@@ -200,20 +210,90 @@ static bool in_hold_container(void)
 /* Kills every process of the container but PID 1, this one and its parent (`krmpod serve`
  * in a session; outside the container's PID namespace, 0, for a pods/exec): what the
  * function left running must not see the next call. Only inside a hold container (never on
- * a host). */
-static void kill_leftovers(void)
+ * a host). One scan can miss a child forked while it ran, so it scans again until a scan
+ * finds no running process (zombies wait for hold to reap them), LEFTOVER_SCANS at most:
+ * returns false when processes were still found then. */
+#define LEFTOVER_SCANS 100
+static bool kill_leftovers(void)
 {
 	if (!in_hold_container())
-		return;
+		return true;
 	pid_t parent = getppid();
-	cleanup_dir DIR *d = opendir("/proc");
-	struct dirent *e;
-	while (d && (e = readdir(d)) != NULL) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end == '\0' && pid > 1 && pid != getpid() && pid != parent)
-			kill((pid_t)pid, SIGKILL);
+	for (int scan = 0; scan < LEFTOVER_SCANS; scan++) {
+		bool found = false;
+		cleanup_dir DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d && (e = readdir(d)) != NULL) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (*end == '\0' && pid > 1 && pid != getpid() && pid != parent &&
+			    proc_running((pid_t)pid)) {
+				kill((pid_t)pid, SIGKILL);
+				found = true;
+			}
+		}
+		if (!found)
+			return true;
+		sleep_ms(1, NULL);
 	}
+	return false;
+}
+
+/* Removes the System V IPC objects of one kind listed in `table` (/proc/sysvipc/shm, msg or
+ * sem: the id is the second column). The pod has an IPC namespace of its own, so each one
+ * is a call's. Returns false when one could not be removed. */
+static bool remove_sysv(const char *table, int (*rm)(int id))
+{
+	FILE *f = fopen(table, "re");
+	if (f == NULL)
+		return errno == ENOENT; /* no System V IPC in this kernel */
+	char line[512];
+	bool ok = true, header = true;
+	while (fgets(line, sizeof(line), f)) {
+		if (header) {
+			header = false;
+			continue;
+		}
+		long key, id;
+		if (sscanf(line, "%ld %ld", &key, &id) == 2 && rm((int)id) < 0 && errno != EINVAL &&
+		    errno != EIDRM)
+			ok = false;
+	}
+	fclose(f);
+	return ok;
+}
+
+static int rm_shm(int id)
+{
+	return shmctl(id, IPC_RMID, NULL);
+}
+
+static int rm_msg(int id)
+{
+	return msgctl(id, IPC_RMID, NULL);
+}
+
+static int rm_sem(int id)
+{
+	return semctl(id, 0, IPC_RMID);
+}
+
+/* What a call can leave outside its directory and the processes: files in /dev/shm and
+ * System V IPC objects (shared memory, queues, semaphores). Only inside a hold container. */
+static int wipe_ipc(struct err **err)
+{
+	if (!in_hold_container())
+		return 0;
+	cleanup_close int shm = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (shm >= 0 && fd_empty_dir(shm, NULL, "/dev/shm", err) < 0)
+		return -1;
+	if (!remove_sysv("/proc/sysvipc/shm", rm_shm) ||
+	    !remove_sysv("/proc/sysvipc/msg", rm_msg) || !remove_sysv("/proc/sysvipc/sem", rm_sem))
+		return err_set(err, ERR_IO,
+		               "cannot remove the System V IPC objects the call made: "
+		               "%s",
+		               strerror(errno));
+	return 0;
 }
 
 /* --- The call ---------------------------------------------------------------------------- */
@@ -228,14 +308,27 @@ static void exec_function(const struct agent_call_header *h, const char *home, i
 	signal(SIGPIPE, SIG_DFL);
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(126);
-	setenv("HOME", home, 1);
-	setenv("TMPDIR", home, 1);
+	/* the container's own PATH, before the function config's env may change it */
+	const char *own = getenv("PATH");
+	char *path = own ? strdup(own) : NULL;
 	for (size_t i = 0; h->env[i]; i++) {
 		char *eq = strchr(h->env[i], '=');
 		*eq = '\0';
 		setenv(h->env[i], eq + 1, 1);
 		*eq = '=';
 	}
+	/* After the config's env, so that no call can point the next one's temporary files
+	 * elsewhere (TMPDIR=/dev/shm outlives the call's directory); in a pooled pod the PATH
+	 * is the container's too: the next call may be another Application's. */
+	setenv("HOME", home, 1);
+	setenv("TMPDIR", home, 1);
+	if (h->pooled) {
+		if (path)
+			setenv("PATH", path, 1);
+		else
+			unsetenv("PATH");
+	}
+	free(path);
 	execvp(h->argv[0], h->argv);
 	int e = errno;
 	dprintf(2, "krmpod call: cannot run %s: %s\n", h->argv[0], strerror(e));
@@ -380,11 +473,15 @@ static int run_call(const char *workdir, int wfd, const struct agent_call_header
 	int status = 0;
 	unsigned long long n_out = 0, n_err = 0;
 	int rc = spawn_and_relay(h, home, in_fd, out_fd, err_fd, &status, &n_out, &n_err, err);
-	kill_leftovers();
+	bool all_gone = kill_leftovers();
 	if (rc == 0)
 		*exit_code = exit_code_of(status, oom_before, err_fd, &n_err);
 	cleanup_err struct err *e = NULL;
-	if (fd_empty_dir(wfd, AGENT_LOCK_NAME, workdir, &e) < 0 && rc == 0) {
+	if (!all_gone && rc == 0)
+		err_set(&e, ERR_INTERNAL, "processes the call started still run after %d scans",
+		        LEFTOVER_SCANS);
+	if ((e || wipe_ipc(&e) < 0 || fd_empty_dir(wfd, AGENT_LOCK_NAME, workdir, &e) < 0) &&
+	    rc == 0) {
 		*exit_code = -1;
 		err_wrap(&e, "after the call (the pod must not be reused)");
 		*err = e;
@@ -404,6 +501,9 @@ int agent_call(const char *workdir, int in_fd, int out_fd, int err_fd, int *exit
                struct err **err)
 {
 	*exit_code = -1;
+	/* not to be read or traced by the function, which runs as the same user (its env holds
+	 * the call's -e values) */
+	prctl(PR_SET_DUMPABLE, 0);
 	cleanup_buf struct buf line;
 	buf_init(&line, LIMIT_CALL_HEADER);
 	if (read_header(in_fd, &line, err) < 0)

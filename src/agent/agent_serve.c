@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,6 +198,7 @@ static void abandon_call(struct serve *s)
 int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, struct err **err)
 {
 	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_DUMPABLE, 0); /* see agent_call: not for the function to read or trace */
 	struct serve s = {.self = self, .workdir = workdir, .out_fd = out_fd};
 	struct frame_reader r = {.on_data = on_data, .on_end = on_end, .ud = &s};
 	bool in_open = true;

@@ -54,6 +54,9 @@ struct offer {
 	unsigned calls; /* the calls its session relayed (known once closed) */
 	unsigned uses;  /* the render's functions of its key (exec mode, pool) */
 	bool over_cap;  /* a pool pod made past KRMPOD_WARM_POOL_MAX in a race: retired */
+	/* A pool pod's whole spec hash and image, which a leased one must have (fn_pool.h). */
+	char spec_sha256[SHA256_HEX_LEN + 1];
+	char *pod_image;
 	/* Until build_offer(): the request and settings its shim will have. */
 	struct fn_request req;
 	struct settings s;
@@ -145,7 +148,8 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 	cleanup_err struct err *e = NULL;
 	size_t idle = 0;
 	bool room = false, warm = false;
-	int rc = fn_pool_claim(c, p->ns, key, p->holder, p->lease_until, &pod, &idle, &e);
+	int rc = fn_pool_claim(c, p->ns, key, o->spec_sha256, o->pod_image, p->holder,
+	                       p->lease_until, &pod, &idle, &e);
 	if (rc > 0)
 		warm = fn_pool_pod_runs(pod);
 	else if (rc < 0 || fn_pool_room(c, &p->pool, p->ns, &room, &e) < 0 || !room ||
@@ -450,7 +454,9 @@ static int resolve_offer(struct prestart *p, const struct kfn *f, bool allow_net
 	if (p->ns == NULL)
 		p->ns = xstrdup(o->s.namespace);
 	o->key = fn_config_key(&o->req, &o->s);
+	fn_config_spec_sha256(&o->req, &o->s, o->spec_sha256);
 	o->image = xstrdup(f->image);
+	o->pod_image = xstrdup(o->req.image);
 	o->to_pool = o->req.pooled;
 	o->exec = !o->to_pool && o->req.exec_argv != NULL;
 	o->uses = 1;
@@ -470,7 +476,10 @@ static void build_offer(struct prestart *p, struct offer *o)
 		}
 		char key[17];
 		fn_pool_key_text(o->key, key);
-		struct pod_pool_meta m = {key, p->holder, p->lease_until, 0};
+		struct pod_pool_meta m = {.key = key,
+		                          .spec_sha256 = o->spec_sha256,
+		                          .holder = p->holder,
+		                          .lease_until_ms = p->lease_until};
 		pod_spec_build_pool(&o->req, &o->s, &m, &b);
 		if (!p->pooling) {
 			p->pool = o->s;
@@ -498,6 +507,7 @@ static void offer_clear(struct offer *o)
 {
 	json_free(o->created);
 	free(o->body);
+	free(o->pod_image);
 	free(o->image);
 	free(o->pod);
 	settings_clear(&o->s);

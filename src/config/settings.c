@@ -585,6 +585,12 @@ static int load_pool(char *const *e, struct settings *s, struct err **err)
 	    load_duration(e, "KRMPOD_WARM_POOL_TTL", 600000, &s->pool_ttl_ms, err) < 0 ||
 	    load_duration(e, "KRMPOD_WARM_POOL_MAX_LIFE", 3600000, &s->pool_life_ms, err) < 0)
 		return -1;
+	const char *app = settings_env(e, "ARGOCD_APP_NAME");
+	const char *project = settings_env(e, "ARGOCD_APP_PROJECT_NAME");
+	const char *dest = settings_env(e, "ARGOCD_APP_NAMESPACE");
+	free(s->pool_tenant);
+	s->pool_tenant = xasprintf("app=%s\nproject=%s\nnamespace=%s", app ? app : "",
+	                           project ? project : "", dest ? dest : "");
 	if (s->warm_pool && s->mode != FN_MODE_EXEC)
 		return err_set(err, ERR_CONFIG,
 		               "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec (pool pods hold, and "
@@ -705,5 +711,6 @@ void settings_clear(struct settings *s)
 	for (size_t i = 0; i < s->n_pool_images; i++)
 		free(s->pool_images[i]);
 	free(s->pool_images);
+	free(s->pool_tenant);
 	memset(s, 0, sizeof(*s));
 }

@@ -118,6 +118,10 @@ struct settings {
 	long pool_max;        /* KRMPOD_WARM_POOL_MAX: pool pods in the namespace (16) */
 	int64_t pool_ttl_ms;  /* KRMPOD_WARM_POOL_TTL: how long a pod may stay idle (10m) */
 	int64_t pool_life_ms; /* KRMPOD_WARM_POOL_MAX_LIFE: a pool pod's deadline (1h) */
+	/* The Application a render is for (Argo CD's ARGOCD_APP_NAME, ARGOCD_APP_PROJECT_NAME
+	 * and ARGOCD_APP_NAMESPACE, "" outside Argo CD): part of every pod key, so that a pooled
+	 * pod serves one Application only (docs/security.md). */
+	char *pool_tenant;
 };
 
 #define SETTINGS_SET_CPU_REQUEST    1u

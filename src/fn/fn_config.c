@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "base/signals.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
@@ -93,6 +94,31 @@ int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct 
 	return pod_template_adopt(s, doc, what, err);
 }
 
+/* Variables that make a loader or an interpreter run code of the caller's choosing: in a
+ * pooled pod, whose next call may be another Application's, a function config may not set
+ * them (docs/security.md, "The warm pool"). A name ending in '*' is a prefix. */
+static const char *const POOLED_REFUSED_ENV[] = {
+        "LD_*",          "GLIBC_TUNABLES",    "GCONV_PATH",    "BASH_ENV",         "ENV",
+        "NODE_OPTIONS",  "NODE_PATH",         "PERL5OPT",      "PERL5LIB",         "PERLLIB",
+        "PYTHONSTARTUP", "PYTHONPATH",        "PYTHONHOME",    "PYTHONUSERBASE",   "RUBYOPT",
+        "RUBYLIB",       "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+};
+
+static const char *pooled_refused(const struct fn_request *req)
+{
+	for (size_t i = 0; i < req->n_env; i++) {
+		const char *name = req->env[i].name;
+		for (size_t k = 0; k < sizeof(POOLED_REFUSED_ENV) / sizeof(POOLED_REFUSED_ENV[0]);
+		     k++) {
+			const char *r = POOLED_REFUSED_ENV[k];
+			size_t n = strlen(r);
+			if (r[n - 1] == '*' ? strncmp(name, r, n - 1) == 0 : strcmp(name, r) == 0)
+				return name;
+		}
+	}
+	return NULL;
+}
+
 int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct fn_request *req,
                             struct err **err)
 {
@@ -109,6 +135,15 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct 
 	    0)
 		return -1;
 	req->pooled = fn_pool_takes(s, req);
+	const char *refused = req->pooled ? pooled_refused(req) : NULL;
+	if (refused)
+		return err_set(err, ERR_USAGE,
+		               "function %s: its config sets %s, which a pooled call refuses: the "
+		               "warm pool's pod may serve another Application next, and %s makes "
+		               "a loader or interpreter run code of this one's choosing; drop it "
+		               "from the function config, or leave the image out of "
+		               "KRMPOD_WARM_POOL_IMAGES",
+		               req->image, refused, refused);
 	return 0;
 }
 
@@ -129,7 +164,8 @@ static int cmp_env(const void *a, const void *b)
 	return strcmp(((const struct fn_env *)a)->name, ((const struct fn_env *)b)->name);
 }
 
-uint64_t fn_config_key(const struct fn_request *req, const struct settings *s)
+void fn_config_spec_sha256(const struct fn_request *req, const struct settings *s,
+                           char hex[SHA256_HEX_LEN + 1])
 {
 	struct fn_request r = *req; /* shallow: only the env order changes */
 	cleanup_free struct fn_env *env = xcalloc(req->n_env + 1, sizeof(*env));
@@ -142,10 +178,19 @@ uint64_t fn_config_key(const struct fn_request *req, const struct settings *s)
 	cleanup_buf struct buf b;
 	buf_init(&b, 0);
 	pod_spec_build_for_key(&r, &t, &b);
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < b.len; i++) {
-		h ^= (unsigned char)b.data[i];
-		h *= 1099511628211ull;
-	}
+	/* the Application too: a pod of one is never another's (settings.h, pool_tenant) */
+	buf_putc(&b, '\n');
+	if (s->pool_tenant)
+		buf_append(&b, s->pool_tenant, strlen(s->pool_tenant), "pod key", NULL);
+	sha256_hex(b.data, b.len, hex);
+}
+
+uint64_t fn_config_key(const struct fn_request *req, const struct settings *s)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	fn_config_spec_sha256(req, s, hex);
+	uint64_t h = 0;
+	for (int i = 0; i < 16; i++) /* the label holds 16 hex digits of it */
+		h = h << 4 | (uint64_t)(hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10);
 	return h;
 }

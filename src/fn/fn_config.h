@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/sha256.h"
 #include "config/fn_request.h"
 #include "config/settings.h"
 #include "kube/kubeconfig.h"
@@ -61,9 +62,15 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct 
 int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_request *req,
                       struct settings *out, struct err **err);
 
-/* The identity of the pod req runs in under s (resolved above): FNV-1a 64 of its canonical
- * pod spec, env sorted by name, without activeDeadlineSeconds (which follows the clock).
- * Prestart offers pods under this key and a shim claims by it. */
+/* The identity of the pod req runs in under s (resolved above): the SHA-256 of its canonical
+ * pod spec (env sorted by name, without activeDeadlineSeconds, which follows the clock, and
+ * without the random create label) and of the Application the render is for (settings.h,
+ * pool_tenant), as 64 hex digits. */
+void fn_config_spec_sha256(const struct fn_request *req, const struct settings *s,
+                           char hex[SHA256_HEX_LEN + 1]);
+
+/* Its first 16 hex digits as a number: the pod key. Prestart offers pods under this key, a
+ * shim claims by it, and the pool labels its pods with it; a claim checks the whole hash. */
 uint64_t fn_config_key(const struct fn_request *req, const struct settings *s);
 
 #endif

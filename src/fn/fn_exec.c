@@ -26,7 +26,7 @@ static void write_header(const struct fn_request *req, struct buf *out)
 	char **env = xcalloc(req->n_env + 1, sizeof(char *));
 	for (size_t i = 0; i < req->n_env; i++)
 		env[i] = xasprintf("%s=%s", req->env[i].name, req->env[i].value);
-	agent_call_header_write(req->exec_argv, env, out);
+	agent_call_header_write(req->exec_argv, env, req->pooled, out);
 	for (size_t i = 0; i < req->n_env; i++) {
 		explicit_bzero(env[i], strlen(env[i]));
 		free(env[i]);

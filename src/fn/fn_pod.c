@@ -115,8 +115,10 @@ static int take_pooled(struct fn_pod *p, struct json **created, struct err **err
 	char key[17];
 	pool_key(p, key);
 	p->holder = fn_pool_holder();
-	int rc = fn_pool_claim(p->client, p->ns, key, p->holder, lease_until(p), created,
-	                       &p->pool_idle, err);
+	char spec[SHA256_HEX_LEN + 1];
+	fn_config_spec_sha256(p->req, p->s, spec);
+	int rc = fn_pool_claim(p->client, p->ns, key, spec, p->req->image, p->holder,
+	                       lease_until(p), created, &p->pool_idle, err);
 	if (rc <= 0)
 		return rc;
 	p->name = xstrdup(json_str(json_path(*created, "metadata.name")));
@@ -178,7 +180,12 @@ static int take_created(struct fn_pod *p, struct json **created, struct err **er
 	if (room) { /* a new pod of the pool, leased to this run from the start */
 		char key[17];
 		pool_key(p, key);
-		struct pod_pool_meta m = {key, p->holder, lease_until(p), 0};
+		char spec[SHA256_HEX_LEN + 1];
+		fn_config_spec_sha256(p->req, p->s, spec);
+		struct pod_pool_meta m = {.key = key,
+		                          .spec_sha256 = spec,
+		                          .holder = p->holder,
+		                          .lease_until_ms = lease_until(p)};
 		pod_spec_build_pool(p->req, p->s, &m, &body);
 	} else {
 		free(p->holder);

@@ -142,8 +142,29 @@ static char *release_patch(const char *holder)
 	return buf_steal(&b, NULL);
 }
 
-int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const char *holder,
-                  long long lease_until_ms, struct json **pod, size_t *idle, struct err **err)
+/* Whether a leased pod is the one the request needs: its whole spec hash and its image. */
+static const char *mismatch(const struct json *pod, const char *spec_sha256, const char *image)
+{
+	const char *h = json_str(
+	        json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_SPEC_SHA256));
+	if (h == NULL || strcmp(h, spec_sha256) != 0)
+		return "its spec-sha256 annotation is not the request's";
+	const struct json *cs = json_path(pod, "spec.containers");
+	for (size_t i = 0; i < json_len(cs); i++) {
+		const struct json *ct = json_at(cs, i);
+		const char *name = json_str(json_get(ct, "name"));
+		if (name && strcmp(name, POD_CONTAINER_NAME) == 0)
+			return json_str(json_get(ct, "image")) &&
+			                       strcmp(json_str(json_get(ct, "image")), image) == 0
+			               ? NULL
+			               : "its function container runs another image";
+	}
+	return "it has no function container";
+}
+
+int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const char *spec_sha256,
+                  const char *image, const char *holder, long long lease_until_ms,
+                  struct json **pod, size_t *idle, struct err **err)
 {
 	*pod = NULL;
 	*idle = 0;
@@ -167,8 +188,21 @@ int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const 
 			continue;
 		long status = 0;
 		cleanup_err struct err *e = NULL;
-		if (kube_api_pod_json_patch(c, ns, name, patch, &status, pod, &e) == 0)
-			return 1;
+		if (kube_api_pod_json_patch(c, ns, name, patch, &status, pod, &e) == 0) {
+			const char *why = mismatch(*pod, spec_sha256, image);
+			if (why == NULL)
+				return 1;
+			log_warn(
+			        "warm pool: pod %s/%s is labelled for pool %s but %s: retiring it, "
+			        "unused",
+			        ns, name, key, why);
+			json_free(*pod);
+			*pod = NULL;
+			cleanup_err struct err *de = NULL;
+			if (kube_api_pod_delete(c, ns, name, &de) < 0)
+				log_warn("retire pool pod %s/%s: %s", ns, name, de->msg);
+			continue;
+		}
 		if (status != 422 && status != 404 && status != 409) {
 			*err = e;
 			e = NULL;

@@ -43,9 +43,12 @@ void fn_pool_key_text(uint64_t key, char out[17]);
 
 /* Takes an idle pod of pool `key` in ns for holder until lease_until_ms (epoch): 1 with
  * *pod (the pod as the patch left it), 0 when none could be taken, -1 on an API error.
- * *idle is the number of idle pods the list showed. */
-int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const char *holder,
-                  long long lease_until_ms, struct json **pod, size_t *idle, struct err **err);
+ * *idle is the number of idle pods the list showed. A pod whose spec-sha256 annotation is
+ * not spec_sha256, or whose function container does not run `image`, is never used: it is
+ * retired once leased (a key collision, or a pod someone else made). */
+int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const char *spec_sha256,
+                  const char *image, const char *holder, long long lease_until_ms,
+                  struct json **pod, size_t *idle, struct err **err);
 
 /* Whether a pool pod taken runs: its status says so, or it served a call already (the
  * status trails the runtime by up to a relist: a pod given back a moment ago may not say

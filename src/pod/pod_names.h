@@ -31,6 +31,9 @@
 #define POD_ANNOTATION_LEASE_UNTIL  "krmpod.dev/lease-until"
 #define POD_ANNOTATION_IDLE_SINCE   "krmpod.dev/idle-since"
 #define POD_ANNOTATION_SERVED       "krmpod.dev/served" /* "true": it ran a call */
+/* The whole SHA-256 of the pod's spec and Application, of which the pool label holds 16 hex
+ * digits: a claim checks it before the first call (fn_pool.h). */
+#define POD_ANNOTATION_SPEC_SHA256 "krmpod.dev/spec-sha256"
 
 /* Exec mode (pod_agent.h): the init container that installs krmpod, where it goes, and
  * the work directory `krmpod call` gives each call. */

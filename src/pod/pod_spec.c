@@ -103,6 +103,8 @@ static void write_pool_meta(struct jw *w, const struct pod_pool_meta *m, bool la
 		snprintf(t, sizeof(t), "%lld", m->idle_since_ms);
 		jw_kv_str(w, POD_ANNOTATION_IDLE_SINCE, t);
 	}
+	if (m->spec_sha256)
+		jw_kv_str(w, POD_ANNOTATION_SPEC_SHA256, m->spec_sha256);
 }
 
 static void write_metadata(struct jw *w, const struct fn_request *req, const struct settings *s,

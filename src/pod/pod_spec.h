@@ -37,8 +37,9 @@ void pod_spec_build_for_key(const struct fn_request *req, const struct settings 
 /* A warm-pool pod (fn_pool.h): the pool's key and the lease it is created with (holder
  * NULL: idle since idle_since_ms). */
 struct pod_pool_meta {
-	const char *key;    /* 16 hex digits: fn_config_key of the pod */
-	const char *holder; /* the lease's holder, or NULL */
+	const char *key;         /* 16 hex digits: fn_config_key of the pod */
+	const char *spec_sha256; /* all of it (fn_config_spec_sha256), or NULL */
+	const char *holder;      /* the lease's holder, or NULL */
 	long long lease_until_ms, idle_since_ms;
 };
 

@@ -53,7 +53,7 @@ static void header(const char *text, size_t len)
 	check_header(&h);
 	struct buf b;
 	buf_init(&b, 0);
-	agent_call_header_write(h.argv, h.env, &b);
+	agent_call_header_write(h.argv, h.env, h.pooled, &b);
 	if (b.len == 0 || b.data[b.len - 1] != '\n' ||
 	    memchr(b.data, '\n', b.len) != b.data + b.len - 1)
 		fuzz_fail("a written header is not one line");

@@ -457,3 +457,60 @@ def test_a_release_answered_504_after_it_applied_leaves_the_pod_in_the_pool(pool
     assert "was given back after all (idle): left in the pool" in err.decode(), err.decode()
     assert [(q["metadata"]["name"], state(q)) for q in pool_pods(pool)] == [
         (p["metadata"]["name"], "idle")]
+
+
+def test_a_pooled_pod_serves_one_application(pool):
+    """The Application (ARGOCD_APP_NAME, ARGOCD_APP_PROJECT_NAME, ARGOCD_APP_NAMESPACE) is
+    part of the pod key: another Application's call never gets the idle pod one left, the
+    same Application's does."""
+    def call(app, project="default"):
+        r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x",
+                     env=pool_env(pool, KRMPOD_LOG_LEVEL="debug", ARGOCD_APP_NAME=app,
+                                  ARGOCD_APP_PROJECT_NAME=project,
+                                  ARGOCD_APP_NAMESPACE="prod"))
+        assert r.returncode == 0 and r.stdout == b"x", r.stderr.decode()
+        return summary(r)[0]
+    a = call("team-a")
+    b = call("team-b")
+    assert b != a
+    assert call("team-a", project="other") not in (a, b)  # another project: another pool
+    assert call("team-a") == a
+    keys = {p["metadata"]["labels"]["krmpod.dev/pool"] for p in pool_pods(pool)}
+    assert len(keys) == 3, keys
+    for p in pool_pods(pool):  # the whole hash the claim checks, beside the label's part
+        sha = p["metadata"]["annotations"]["krmpod.dev/spec-sha256"]
+        assert len(sha) == 64 and sha.startswith(p["metadata"]["labels"]["krmpod.dev/pool"])
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "BASH_ENV",
+                                  "PERL5OPT", "PYTHONSTARTUP", "JAVA_TOOL_OPTIONS"])
+def test_loader_and_interpreter_variables_are_refused_in_pooled_calls(pool, name):
+    before = len(pool.requests())
+    r = run_shim(pool, KUSTOMIZE_RUN + ["-e", name + "=/tmp/x", "example.com/fns/cat:v1"],
+                 stdin=b"x", env=pool_env(pool))
+    err = r.stderr.decode()
+    assert r.returncode == 125, err
+    assert "its config sets %s, which a pooled call refuses" % name in err, err
+    assert "KRMPOD_WARM_POOL_IMAGES" in err, err
+    assert creates(pool, before) == []
+    # not pooled: docker's semantics, the variable reaches the function
+    r = run_shim(pool, KUSTOMIZE_RUN + ["-e", name + "=/tmp/x", "example.com/fns/printenv:v1"],
+                 stdin=b"x", env=base_env(pool, **exec_settings()))
+    assert r.returncode == 0 and ("%s=/tmp/x" % name) in r.stderr.decode(), r.stderr.decode()
+
+
+def test_a_pooled_call_cannot_move_home_tmpdir_or_path(pool, tmp_path):
+    """A function config's TMPDIR, HOME and PATH do not reach a pooled call: krmpod sets the
+    call's own directory and the container's PATH after the config's env, so nothing a call
+    writes outlives it (TMPDIR=/dev/shm would) and no call chooses the next one's tools."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = ["-e", "TMPDIR=%s" % elsewhere, "-e", "HOME=%s" % elsewhere, "-e", "PATH=/nowhere",
+            "example.com/fns/printenv:v1"]
+    r = run_shim(pool, KUSTOMIZE_RUN + args, stdin=b"x", env=pool_env(pool))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout == b"x", err
+    env = dict(l.split("=", 1) for l in err.splitlines() if "=" in l and not l.startswith("krmpod"))
+    assert env["TMPDIR"] == env["HOME"] and "/call-" in env["HOME"], env
+    assert env["PATH"] != "/nowhere", env
+    assert list(elsewhere.iterdir()) == []

@@ -33,7 +33,7 @@ TEST(header_round_trip)
 	char *env[] = {"K=V", "EMPTY=", "MULTI=x=y\nz", NULL};
 	struct buf b;
 	buf_init(&b, 0);
-	agent_call_header_write(argv, env, &b);
+	agent_call_header_write(argv, env, false, &b);
 	CHECK(b.len > 0 && b.data[b.len - 1] == '\n');
 	CHECK(memchr(b.data, '\n', b.len) == b.data + b.len - 1); /* one line */
 	struct agent_call_header h;
