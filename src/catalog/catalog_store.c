@@ -1,6 +1,7 @@
 /* catalog_store.c — see catalog_store.h. */
 #include "catalog/catalog_store.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,21 +85,43 @@ static int fetch(struct catalog_store *st, const struct catalog_ref *ref, struct
 	return rc;
 }
 
-int catalog_store_load(struct catalog_store *st, const struct catalog_ref *ref,
-                       const struct catalog **out, struct err **err)
+static int load_bytes(struct catalog_store *st, const struct catalog_ref *ref, const struct buf *bb,
+                      const struct catalog **out, struct err **err);
+
+/* A catalog already loaded for ref (NULL when none). */
+static const struct catalog *loaded_for(const struct catalog_store *st,
+                                        const struct catalog_ref *ref)
 {
 	for (size_t i = 0; i < st->n_loaded; i++) {
 		const struct loaded *l = &st->loaded[i];
 		if (catalog_ref_same(&l->ref, ref) &&
-		    (ref->pin == NULL || strcmp(ref->pin, l->cat->digest) == 0)) {
-			*out = l->cat;
-			return 0;
-		}
+		    (ref->pin == NULL || strcmp(ref->pin, l->cat->digest) == 0))
+			return l->cat;
+	}
+	return NULL;
+}
+
+int catalog_store_load(struct catalog_store *st, const struct catalog_ref *ref,
+                       const struct catalog **out, struct err **err)
+{
+	const struct catalog *have = loaded_for(st, ref);
+	if (have) {
+		*out = have;
+		return 0;
 	}
 	cleanup_buf struct buf b;
 	buf_init(&b, LIMIT_CATALOG);
 	if (fetch(st, ref, &b, err) < 0)
 		return err_wrap(err, "catalog %s", ref->text);
+	return load_bytes(st, ref, &b, out, err);
+}
+
+/* Parses and keeps the bytes of ref (checked against its pin): the bytes hashed are the
+ * bytes parsed, never read twice. */
+static int load_bytes(struct catalog_store *st, const struct catalog_ref *ref, const struct buf *bb,
+                      const struct catalog **out, struct err **err)
+{
+	const struct buf b = *bb;
 	char digest[SHA256_DIGEST_LEN + 1];
 	sha256_digest(b.data ? b.data : "", b.len, digest);
 	if (ref->pin && strcmp(ref->pin, digest) != 0)
@@ -205,7 +228,7 @@ static int listed_file(struct catalog_store *st, const struct catalog_ref *r, co
 	if (buf_read_file(r->location, LIMIT_CATALOG, "catalog", ERR_CONFIG, &text, &len, err) < 0)
 		return err_wrap(err, "%s: catalogs", listed_in);
 	char d[SHA256_DIGEST_LEN + 1];
-	sha256_digest(text, len, d);
+	sha256_digest(text ? text : "", len, d);
 	if (r->pin && strcmp(r->pin, d) != 0)
 		return err_set(err, ERR_CONFIG,
 		               "catalog %s, listed in %s: its content has digest %s, but the entry "
@@ -221,7 +244,51 @@ static int listed_file(struct catalog_store *st, const struct catalog_ref *r, co
 	if (a == NULL)
 		return untrusted(r, listed_in, d, err);
 	*by = a;
-	return catalog_store_load(st, r, out, err);
+	const struct catalog *have = loaded_for(st, r);
+	if (have && strcmp(have->digest, d) == 0) {
+		*out = have;
+		return 0;
+	}
+	/* the bytes trusted by their digest are the bytes parsed: no second read */
+	struct buf b = {.data = text, .len = len, .cap = len, .limit = LIMIT_CATALOG};
+	return load_bytes(st, r, &b, out, err);
+}
+
+/* A repository catalog's path: relative, and inside the directory of the kustomization that
+ * lists it once symlinks and ".." are resolved (kustomize's own rule for the files a
+ * kustomization reads): never a file of the sidecar's (/proc/self/environ) or another
+ * Application's. *out is the resolved path. */
+static int confine(const char *location, const char *layer_dir, const char *listed_in, char **out,
+                   struct err **err)
+{
+	if (location[0] == '/')
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: catalogs: %s is an absolute path: a catalog file must be inside "
+		        "the kustomization's directory (a relative path), or come from an "
+		        "admin's KRMPOD_TRUSTED_CATALOGS",
+		        listed_in, location);
+	cleanup_free char *joined = xasprintf("%s/%s", layer_dir, location);
+	cleanup_free char *root = realpath(layer_dir, NULL);
+	char *real = realpath(joined, NULL);
+	if (root == NULL || real == NULL) {
+		int e = errno;
+		free(real);
+		return err_set(err, ERR_CONFIG, "%s: catalogs: %s: %s", listed_in, location,
+		               strerror(e));
+	}
+	size_t n = strlen(root);
+	if (strncmp(real, root, n) != 0 || (real[n] != '/' && real[n] != '\0')) {
+		free(real);
+		return err_set(err, ERR_CONFIG,
+		               "%s: catalogs: %s is outside the kustomization's directory %s: a "
+		               "catalog file must be inside it (kustomize's rule for the files a "
+		               "kustomization reads), or come from an admin's "
+		               "KRMPOD_TRUSTED_CATALOGS",
+		               listed_in, location, layer_dir);
+	}
+	*out = real;
+	return 0;
 }
 
 int catalog_store_listed(struct catalog_store *st, const char *entry, const char *layer_dir,
@@ -232,10 +299,14 @@ int catalog_store_listed(struct catalog_store *st, const char *entry, const char
 	cleanup_free char *source = xasprintf("%s: catalogs", listed_in);
 	if (catalog_ref_parse(entry, source, false, &r, err) < 0)
 		return -1;
-	if (r.type == CATALOG_REF_FILE && r.location[0] != '/') {
-		char *abs = xasprintf("%s/%s", layer_dir, r.location);
+	if (r.type == CATALOG_REF_FILE) {
+		char *inside = NULL;
+		if (confine(r.location, layer_dir, listed_in, &inside, err) < 0) {
+			catalog_ref_clear(&r);
+			return -1;
+		}
 		free(r.location);
-		r.location = abs;
+		r.location = inside;
 	}
 	const struct catalog_ref *by = NULL;
 	int rc;

@@ -408,3 +408,33 @@ def test_discover_claims_kind_only_functions(kubesim, tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     assert b"kustomization.yaml: catalog catalog.yaml" in r.stdout
     assert b"label.yaml: function krmpod.test/v1 AddLabel, from a catalog" in r.stdout
+
+
+def test_a_catalog_file_outside_the_kustomization_is_refused(kubesim, tmp_path):
+    """A kustomization's `catalogs:` names files inside its own directory only (kustomize's
+    rule for what a kustomization reads): an absolute path (a file of the sidecar's, such as
+    /proc/self/environ, whose digest the old code printed in the error), a `../` path and a
+    symlink that leads out are refused, naming the entry, before anything is read."""
+    admin = admin_catalog(tmp_path)
+    env = cmp_env(kubesim, tmp_path, KRMPOD_TRUSTED_CATALOGS=str(admin))
+    outside = write(tmp_path / "outside.yaml", catalog("demo", [LABEL, NAMESPACE]))
+    cases = [("/proc/self/environ", "is an absolute path"),
+             (str(outside), "is an absolute path"),
+             ("../outside.yaml", "is outside the kustomization's directory"),
+             ("link.yaml", "is outside the kustomization's directory")]
+    for i, (entry, why) in enumerate(cases):
+        app = app_tree(tmp_path, catalogs=(entry,), name="app%d" % i)
+        os.symlink(str(outside), str(app / "link.yaml"))
+        before = len(kubesim.requests())
+        r = generate(app, env)
+        err = r.stderr.decode()
+        assert r.returncode != 0 and r.stdout == b"", (entry, err)
+        assert "catalogs: %s %s" % (entry, why) in err, (entry, err)
+        assert "sha256:" not in err, (entry, err)  # nothing of it was read
+        assert pods_created(kubesim, before) == []
+    # inside the directory, through a symlink that stays inside: fine
+    app = app_tree(tmp_path, catalogs=("sub/inner.yaml",), name="inside")
+    (app / "sub").mkdir()
+    os.symlink("../catalog.yaml", str(app / "sub" / "inner.yaml"))
+    r = generate(app, env)
+    assert r.returncode == 0, r.stderr.decode()
