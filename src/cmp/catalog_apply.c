@@ -194,10 +194,19 @@ static int check_mixed(const struct apply *a, struct err **err)
 
 /* --- writing ---------------------------------------------------------------------------------- */
 
-/* Where a path of the tree is written: in the copy. */
-static char *target(const struct apply *a, const char *path)
+/* Where a path of the tree is written: in the copy; an error for a path outside the copied
+ * directories (a `../x.yaml` entry: kustomize refuses those too). */
+static char *target(const struct apply *a, const char *path, struct err **err)
 {
-	return tree_copy_path(a->root, a->ancestor, path);
+	char *t = tree_copy_path(a->root, a->ancestor, path);
+	if (t == NULL)
+		err_set(err, ERR_CONFIG,
+		        "%s is outside the kustomization directories of the render (%s): a "
+		        "function "
+		        "config file must be inside the directory of the kustomization that lists "
+		        "it, as kustomize requires",
+		        path, a->ancestor);
+	return t;
 }
 
 static int write_file(const char *path, const struct buf *b, struct err **err)
@@ -259,8 +268,8 @@ static int rewrite_file(const struct apply *a, const char *file, struct err **er
 	buf_init(&out, 0);
 	if (yaml_edit(text, len, file, &e, &out, err) < 0)
 		return -1;
-	cleanup_free char *dst = target(a, file);
-	return write_file(dst, &out, err);
+	cleanup_free char *dst = target(a, file, err);
+	return dst ? write_file(dst, &out, err) : -1;
 }
 
 struct layer_ctx {
@@ -312,8 +321,8 @@ static int rewrite_kustomization(const struct apply *a, size_t layer, struct err
 	buf_init(&out, 0);
 	if (yaml_edit(text, len, path, &e, &out, err) < 0 || ctx.rc < 0)
 		return -1;
-	cleanup_free char *dst = target(a, path);
-	return write_file(dst, &out, err);
+	cleanup_free char *dst = target(a, path, err);
+	return dst ? write_file(dst, &out, err) : -1;
 }
 
 static int rewrite(struct apply *a, struct err **err)
@@ -373,7 +382,9 @@ static int run(struct apply *a, struct catalog_apply *out, struct err **err)
 		return -1;
 	if (rewrite(a, err) < 0)
 		return -1;
-	out->work_dir = target(a, cwd);
+	out->work_dir = target(a, cwd, err);
+	if (out->work_dir == NULL)
+		return -1;
 	out->copy_root = a->root;
 	a->root = NULL;
 	out->resolved = a->resolved;

@@ -116,6 +116,12 @@ static char *common_dir(const char *a, const char *b)
 char *tree_copy_path(const char *root, const char *ancestor, const char *path)
 {
 	size_t n = strcmp(ancestor, "/") == 0 ? 0 : strlen(ancestor);
+	if (strncmp(path, ancestor, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+		return NULL; /* not under the ancestor (nor a path shorter than it) */
+	/* no ".." may climb back out of the copy */
+	for (const char *p = path + n; *p; p++)
+		if (p[0] == '/' && p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0'))
+			return NULL;
 	return xasprintf("%s%s", root, path + n);
 }
 

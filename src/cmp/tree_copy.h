@@ -20,7 +20,8 @@
  * copied once. */
 int tree_copy(const char *const *dirs, size_t n, char **root, char **ancestor, struct err **err);
 
-/* Where path (under ancestor) lives in the copy at root. New string. */
+/* Where path lives in the copy at root (new string): NULL when path is not under ancestor,
+ * or climbs out of it with "..", so that nothing is ever written outside the copy. */
 char *tree_copy_path(const char *root, const char *ancestor, const char *path);
 
 /* Removes a copy recursively (best effort). NULL is fine. */

@@ -438,3 +438,27 @@ def test_a_catalog_file_outside_the_kustomization_is_refused(kubesim, tmp_path):
     os.symlink("../catalog.yaml", str(app / "sub" / "inner.yaml"))
     r = generate(app, env)
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_a_function_config_outside_the_kustomization_is_never_written_outside_the_copy(
+        kubesim, tmp_path):
+    """`transformers: [../x.yaml]` with a kind-only config that a catalog resolves: the
+    rewrite of that file would land outside the private copy (the old code wrote it into
+    the shared TMPDIR). It is an error naming the file, and TMPDIR holds nothing new."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    app = app_tree(repo)
+    write(repo / "x.yaml", label_config())
+    (app / "label.yaml").unlink()
+    write(app / "kustomization.yaml", {"resources": ["deployment.yaml"],
+                                       "catalogs": ["catalog.yaml"],
+                                       "transformers": ["../x.yaml"]})
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    admin = admin_catalog(tmp_path)
+    env = cmp_env(kubesim, tmp_path, KRMPOD_TRUSTED_CATALOGS=str(admin), TMPDIR=str(tmpdir))
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and r.stdout == b"", err
+    assert "x.yaml is outside the kustomization directories of the render" in err, err
+    assert sorted(p.name for p in tmpdir.iterdir()) == [], list(tmpdir.iterdir())

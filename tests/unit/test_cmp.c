@@ -9,6 +9,7 @@
 #include "check.h"
 #include "cmp/kustomization.h"
 #include "cmp/prestart.h"
+#include "cmp/tree_copy.h"
 #include "config/cmp_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
@@ -210,8 +211,30 @@ TEST(kustomization_walk)
 	CHECK(nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
 }
 
+/* A path maps into the copy only when it is under the ancestor, and never climbs out. */
+TEST(tree_copy_path_stays_in_the_copy)
+{
+	char *p = tree_copy_path("/tmp/copy", "/repo/apps", "/repo/apps/a/k.yaml");
+	CHECK_STR(p, "/tmp/copy/a/k.yaml");
+	free(p);
+	p = tree_copy_path("/tmp/copy", "/repo/apps", "/repo/apps");
+	CHECK_STR(p, "/tmp/copy");
+	free(p);
+	p = tree_copy_path("/tmp/copy", "/", "/repo/x.yaml");
+	CHECK_STR(p, "/tmp/copy/repo/x.yaml");
+	free(p);
+	CHECK(tree_copy_path("/tmp/copy", "/repo/apps", "/repo") == NULL); /* shorter */
+	CHECK(tree_copy_path("/tmp/copy", "/repo/apps", "/repo/apps2/x") == NULL);
+	CHECK(tree_copy_path("/tmp/copy", "/repo/apps", "/repo/apps/../x.yaml") == NULL);
+	CHECK(tree_copy_path("/tmp/copy", "/repo/apps", "/repo/apps/a/../../x") == NULL);
+	p = tree_copy_path("/tmp/copy", "/repo/apps", "/repo/apps/..x/y");
+	CHECK_STR(p, "/tmp/copy/..x/y");
+	free(p);
+}
+
 int main(void)
 {
+	RUN(tree_copy_path_stays_in_the_copy);
 	RUN(kustomize_command_line);
 	RUN(bad_hook_settings_name_the_variable);
 	RUN(quantities_and_sizes);
