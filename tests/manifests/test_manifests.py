@@ -33,6 +33,11 @@ EXPECTED_OBJECTS = {
     ("LimitRange", FUNCTIONS_NS, "krmpod"),
     ("Deployment", ARGOCD_NS, "argocd-repo-server"),
     ("ConfigMap", ARGOCD_NS, "krmpod-catalogs"),
+    ("ConfigMap", FUNCTIONS_NS, "krmpod-admission"),
+    ("ValidatingAdmissionPolicy", None, "krmpod-function-pods"),
+    ("ValidatingAdmissionPolicyBinding", None, "krmpod-function-pods"),
+    ("ValidatingAdmissionPolicy", None, "krmpod-function-streams"),
+    ("ValidatingAdmissionPolicyBinding", None, "krmpod-function-streams"),
 }
 
 # Exactly what krmpod needs (design brief 3.3, README): nothing more.
@@ -327,6 +332,11 @@ DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 def helper_image(docs):
     [value] = [e["value"] for e in sidecar(docs)["env"] if e["name"] == "KRMPOD_HELPER_IMAGE"]
+    # the admission policy admits that very image as the helper (functions/admission.yaml,
+    # when the render holds it: the repo-server Component alone does not)
+    for params in [d for d in docs if d["kind"] == "ConfigMap"
+                   and d["metadata"]["name"] == "krmpod-admission"]:
+        assert params["data"]["helperImage"] == value
     return value
 
 

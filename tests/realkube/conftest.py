@@ -155,9 +155,16 @@ def write_overlay(built):
         f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: krmpod-catalogs\n"
                 "  namespace: argocd\ndata:\n  catalog.yaml: |\n")
         f.write("".join("    " + line + "\n" for line in catalog.splitlines()))
+    # manifests/functions/admission.yaml's parameters, as an admin whose functions may be
+    # granted the network and whose PodTemplate adds a volume and a toleration sets them
+    # (test_render's template; test_admission changes them back for its own checks)
+    with open(os.path.join(OVERLAY, "admission-patch.yaml"), "w") as f:
+        f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: krmpod-admission\n"
+                "  namespace: krmpod-functions\ndata:\n  allowNetwork: \"true\"\n"
+                "  templateVolumes: scratch\n  templateTolerationKeys: dedicated\n")
     with open(os.path.join(OVERLAY, "kustomization.yaml"), "w") as f:
         f.write("resources:\n  - %s\nimages:\n  - name: %s\n    digest: %s\n"
-                "patches:\n  - path: catalog-patch.yaml\n"
+                "patches:\n  - path: catalog-patch.yaml\n  - path: admission-patch.yaml\n"
                 % (rel, images.SIDECAR_REPO, built["sidecar"]))
     return OVERLAY
 

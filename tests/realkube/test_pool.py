@@ -143,3 +143,26 @@ def test_nothing_of_a_call_reaches_the_next(install, pool, tmp_path):
         around = re.search(r"home-probe: around=\[(.*)\]", err).group(1).split()
         assert len(around) == 1 and around[0].startswith("call-"), err
     assert len(pool_pods(install)) == 1
+
+
+def test_what_one_call_leaves_the_next_never_sees(install, pool, tmp_path):
+    """On the real cluster, in exec mode with the pool: a function leaves a file in /dev/shm
+    and a process that outlives its call (setsid). The same Application's next render gets
+    the same pod and finds neither (krmpod call kills what is left, scanning until nothing
+    runs, and wipes /dev/shm and IPC objects); another Application's render never gets that
+    pod at all (the Application is part of the pool key)."""
+    app = fn_app(tmp_path, "leave-behind", name="leave")
+    renders = []
+    for tenant in ("team-a", "team-a", "team-b"):
+        r, pods = render(install, app, ARGOCD_APP_NAME=tenant, KRMPOD_LOG_LEVEL="debug",
+                         **pool)
+        assert_ok(r)
+        renders.append((r.stderr.decode(), pods))
+    first, second, other = renders
+    pod_a = re.findall(r"pod=(\S+): image=", first[0])
+    assert pod_a and re.findall(r"pod=(\S+): image=", second[0]) == pod_a, second[0]
+    assert "leave-behind: shm=[]" in second[0] and "leave-behind: sleepers=[0]" in second[0], \
+        second[0]
+    pod_b = re.findall(r"pod=(\S+): image=", other[0])
+    assert pod_b and pod_b != pod_a, other[0]
+    assert any("created" in p for p in other[1].values()), other[0]

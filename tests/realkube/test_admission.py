@@ -1,0 +1,222 @@
+"""The shipped admission policies (manifests/functions/admission.yaml) on the real API
+server, with the shipped Role's token: every request the Role alone would allow beyond
+krmpod's own pods is denied with the policy's message, and krmpod's own pods are admitted
+(every other test of the tier renders through them: attach, exec, the pool, mounts, a
+granted network, an admin's PodTemplate).
+
+Each case starts from a pod exactly as krmpod makes it (the spec of a pod the sidecar made,
+read back from the recorder) and changes one thing."""
+import copy
+import json
+import uuid
+
+import pytest
+
+from apps import fn_app
+from conftest import FN_NS, assert_ok, render
+from kube import kubectl
+
+RULES = "krmpod-function-pods"
+STREAMS = "krmpod-function-streams"
+
+
+def token():
+    return kubectl("-n", "argocd", "create", "token", "argocd-repo-server", "--duration",
+                   "10m").stdout.decode().strip()
+
+
+@pytest.fixture(scope="module")
+def as_repo_server(install):
+    return install.api.with_token(token())
+
+
+@pytest.fixture(scope="module")
+def krmpod_pod(install, exec_mode, tmp_path_factory):
+    """The body of an exec-mode pod as krmpod created it (what the recorder saw), cleaned of
+    what the server filled in."""
+    app = fn_app(tmp_path_factory.mktemp("adm"), "cat")
+    r, pods = render(install, app, KRMPOD_PRESTART="false", **exec_mode)
+    assert_ok(r)
+    [rec] = pods.values()
+    o = copy.deepcopy(rec["created"])
+    meta = o["metadata"]
+    for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "name",
+              "ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        meta.pop(k, None)
+    meta["generateName"] = "krmpod-admission-test-"
+    meta["labels"]["krmpod.dev/create-id"] = uuid.uuid4().hex[:16]
+    o.pop("status", None)
+    spec = o["spec"]
+    for k in ("nodeName",):
+        spec.pop(k, None)
+    spec["activeDeadlineSeconds"] = 60
+    return o
+
+
+def create(api, body):
+    return api.request("POST", "/api/v1/namespaces/%s/pods?dryRun=All" % FN_NS, body)
+
+
+def denied(status, obj, policy, words):
+    text = json.dumps(obj)
+    return status == 422 and policy in text and words in text, (status, text[:600])
+
+
+def changed(pod, fn):
+    p = copy.deepcopy(pod)
+    fn(p)
+    return p
+
+
+def fn_of(p):
+    return next(c for c in p["spec"]["containers"] if c["name"] == "fn")
+
+
+CASES = {
+    "a pod that is not krmpod's": (lambda p: p["metadata"]["labels"].pop("krmpod.dev/function"),
+                                   "only function pods"),
+    "another managed-by": (lambda p: p["metadata"]["labels"].update(
+        {"app.kubernetes.io/managed-by": "someone"}), "only function pods"),
+    "a token mounted": (lambda p: p["spec"].update({"automountServiceAccountToken": True}),
+                        "automountServiceAccountToken must be false"),
+    "another ServiceAccount": (lambda p: p["spec"].update({"serviceAccountName": "builder"}),
+                               "automountServiceAccountToken must be false"),
+    "a nodeName": (lambda p: p["spec"].update({"nodeName": "realkube-node"}), "no nodeName"),
+    "the host's network": (lambda p: p["spec"].update({"hostNetwork": True}),
+                           "no host namespaces"),
+    "the host's PIDs": (lambda p: p["spec"].update({"hostPID": True}), "no host namespaces"),
+    "a toleration of one's own": (lambda p: p["spec"].setdefault("tolerations", []).append(
+        {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}),
+        "a toleration whose key"),
+    "a hostPath volume": (lambda p: p["spec"]["volumes"].append(
+        {"name": "krmpod-host", "hostPath": {"path": "/"}}), "volumes beyond"),
+    "a Secret volume": (lambda p: p["spec"]["volumes"].append(
+        {"name": "loot", "secret": {"secretName": "x"}}), "volumes beyond"),
+    "a container of one's own": (lambda p: p["spec"]["containers"].append(
+        dict(fn_of(p), name="extra")), "containers must be"),
+    "another helper image": (lambda p: next(
+        c for c in p["spec"]["containers"] if c["name"] == "krmpod").update(
+        {"image": "registry.local/busybox:1"}), "containers must be"),
+}
+
+
+# Pod Security `restricted` (the namespace's label) refuses these before the policy runs; with
+# it loosened (an admin's mistake, or a namespace without it), the policy must still hold:
+# the test loosens it for these cases. The ServiceAccount must exist, or the ServiceAccount
+# admission plugin refuses first.
+UNDER_PSS = {"a hostPath volume", "the host's PIDs", "the host's network",
+             "another ServiceAccount"}
+
+
+@pytest.fixture
+def loosened(install):
+    kubectl("label", "namespace", FN_NS, "--overwrite",
+            "pod-security.kubernetes.io/enforce=privileged")
+    kubectl("-n", FN_NS, "create", "serviceaccount", "builder")
+    try:
+        yield
+    finally:
+        kubectl("-n", FN_NS, "delete", "serviceaccount", "builder", check=False)
+        kubectl("label", "namespace", FN_NS, "--overwrite",
+                "pod-security.kubernetes.io/enforce=restricted")
+
+
+@pytest.mark.parametrize("case", sorted(set(CASES) - UNDER_PSS))
+def test_what_the_role_allows_beyond_krmpod_s_pods_is_denied(as_repo_server, krmpod_pod, case):
+    change, words = CASES[case]
+    status, obj = create(as_repo_server, changed(krmpod_pod, change))
+    ok, why = denied(status, obj, RULES, words)
+    assert ok, why
+
+
+def test_with_pod_security_loosened_the_policy_still_denies(as_repo_server, krmpod_pod,
+                                                            loosened):
+    for case in sorted(UNDER_PSS):
+        change, words = CASES[case]
+        status, obj = create(as_repo_server, changed(krmpod_pod, change))
+        ok, why = denied(status, obj, RULES, words)
+        assert ok, (case, why)
+    status, obj = create(as_repo_server, krmpod_pod)
+    assert status == 201, obj
+
+
+def test_krmpod_s_own_pod_is_admitted(as_repo_server, krmpod_pod):
+    status, obj = create(as_repo_server, krmpod_pod)
+    assert status == 201, obj
+
+
+def test_the_network_label_only_as_the_grant_allows(install, as_repo_server, krmpod_pod):
+    granted = changed(krmpod_pod, lambda p: p["metadata"]["labels"].update(
+        {"krmpod.dev/network": "granted"}))
+    status, obj = create(as_repo_server, granted)
+    assert status == 201, obj  # the tier's admin allows the network (conftest overlay)
+    patch = json.dumps({"data": {"allowNetwork": "false"}})
+    kubectl("-n", FN_NS, "patch", "configmap", "krmpod-admission", "--type=merge", "-p", patch)
+    try:
+        status, obj = create(as_repo_server, granted)
+        ok, why = denied(status, obj, RULES, "krmpod.dev/network must be none")
+        assert ok, why
+        status, obj = create(as_repo_server, krmpod_pod)  # none: still fine
+        assert status == 201, obj
+    finally:
+        kubectl("-n", FN_NS, "patch", "configmap", "krmpod-admission", "--type=merge", "-p",
+                json.dumps({"data": {"allowNetwork": "true"}}))
+
+
+def test_a_pool_pod_may_change_only_its_lease_marks(install, as_repo_server, krmpod_pod):
+    made = install.api.call("POST", "/api/v1/namespaces/%s/pods" % FN_NS, krmpod_pod)
+    name = made["metadata"]["name"]
+    path = "/api/v1/namespaces/%s/pods/%s" % (FN_NS, name)
+    try:
+        def patch(ops):
+            return as_repo_server.request("PATCH", path, json.dumps(ops).encode(),
+                                          content_type="application/json-patch+json")
+        # the pool's own: its state label and lease annotations
+        status, obj = patch([{"op": "add", "path": "/metadata/labels/krmpod.dev~1pool-state",
+                              "value": "idle"},
+                             {"op": "add",
+                              "path": "/metadata/annotations/krmpod.dev~1idle-since",
+                              "value": "1"}])
+        assert status == 200, obj
+        bad = {
+            "an image swapped": ([{"op": "replace", "path": "/spec/containers/%d/image" % next(
+                i for i, c in enumerate(made["spec"]["containers"]) if c["name"] == "fn"),
+                "value": "registry.local/busybox:1"}], "spec cannot change"),
+            "the network label": ([{"op": "replace",
+                                    "path": "/metadata/labels/krmpod.dev~1network",
+                                    "value": "granted"}], "only the warm pool's"),
+            "another annotation": ([{"op": "add", "path": "/metadata/annotations/x",
+                                     "value": "y"}], "only the warm pool's lease marks"),
+        }
+        for what, (ops, words) in bad.items():
+            status, obj = patch(ops)
+            ok, why = denied(status, obj, RULES, words)
+            assert ok, (what, why)
+    finally:
+        install.api.request("DELETE", path, {"gracePeriodSeconds": 0})
+
+
+def test_exec_and_attach_only_krmpod_s_own(install, as_repo_server, krmpod_pod):
+    made = install.api.call("POST", "/api/v1/namespaces/%s/pods" % FN_NS, krmpod_pod)
+    name = made["metadata"]["name"]
+    base = "/api/v1/namespaces/%s/pods/%s" % (FN_NS, name)
+    try:
+        # the admission answer comes before the upgrade: a plain POST gets it
+        def connect(sub, query):
+            return as_repo_server.request("POST", "%s/%s?%s" % (base, sub, query))
+        status, obj = connect("exec", "container=fn&command=sh&command=-c&command=id&stdout=1")
+        ok, why = denied(status, obj, STREAMS, "exec runs only krmpod's call or serve")
+        assert ok, why
+        status, obj = connect("exec", "container=krmpod&command=/krmpod/bin/krmpod"
+                                      "&command=serve&stdout=1")
+        ok, why = denied(status, obj, STREAMS, "exec runs only krmpod's call or serve")
+        assert ok, why
+        status, obj = connect("attach", "container=krmpod&stdout=1")
+        ok, why = denied(status, obj, STREAMS, "attach only to the fn or mounts container")
+        assert ok, why
+        # krmpod's own command passes admission (it then fails for want of a stream upgrade)
+        status, obj = connect("exec", "container=fn&command=/krmpod/bin/krmpod&command=call"
+                                      "&command=/krmpod/work&stdin=1&stdout=1")
+        assert STREAMS not in json.dumps(obj), (status, obj)
+    finally:
+        install.api.request("DELETE", base, {"gracePeriodSeconds": 0})
