@@ -104,7 +104,7 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
  * plus LIMIT_PREATTACH_LOG (within LIMIT_POD_LOG). */
 static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
                                const struct kube_stream_result *res, bool pre_to_stdout,
-                               struct err **err)
+                               bool need_stdout, struct err **err)
 {
 	uint64_t attached = res->bytes_out + res->bytes_err;
 	/* Enough to see a byte past what should be there; for a larger output only the head,
@@ -145,6 +145,18 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 		               fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
 		               (unsigned long long)attached, total >= limit ? "at least " : "",
 		               missing);
+	/* Streamed (-i): what the log holds before the attach goes to stderr, as the log
+	 * cannot tell stdout from stderr. When the attach delivered no stdout at all, that part
+	 * may well be the function's whole stdout (a generator that writes before it reads):
+	 * never a clean run with the output gone. */
+	if (need_stdout && res->bytes_out == 0 && pre > 0)
+		return err_set(
+		        err, ERR_NET,
+		        "function %s: pod %s/%s: the attach delivered none of its stdout, and "
+		        "the pod log holds %zu bytes written before krmpod attached, where "
+		        "stdout and stderr cannot be told apart: the output may be "
+		        "incomplete, so it is not used",
+		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p), pre);
 	if (pre > log.len) {
 		log_warn("%zu bytes were written before the attach; only the first %zu are "
 		         "recovered",
@@ -241,9 +253,9 @@ static int finish(struct fn_pod *p, const struct pod_state *st, const struct fn_
 	if (no_container)
 		return fn_output_from_log(p, st, io, err);
 	if (!k->held) /* streamed: what came before the attach goes to stderr */
-		return check_log_after_end(p, io, res, false, err);
+		return check_log_after_end(p, io, res, false, st->exit_code == 0, err);
 	/* held: what only the log has first, then the held streams */
-	if (check_log_after_end(p, io, res, st->exit_code == 0, err) < 0 ||
+	if (check_log_after_end(p, io, res, st->exit_code == 0, false, err) < 0 ||
 	    fd_copy_from_start(k->out, io->out_fd, "stdout", err) < 0)
 		return -1;
 	return fd_copy_from_start(k->err, io->err_fd, "stderr", err);

@@ -142,6 +142,26 @@ static char *release_patch(const char *holder)
 	return buf_steal(&b, NULL);
 }
 
+/* After a lease patch whose answer was lost (a 5xx, a connection cut): whether the pod is
+ * leased to holder now, the patch having applied; *pod then holds it. */
+static bool leased_to(struct kube_client *c, const char *ns, const char *name, const char *holder,
+                      struct json **pod)
+{
+	cleanup_err struct err *e = NULL;
+	struct json *p = NULL;
+	if (kube_api_pod_get(c, ns, name, NULL, &p, &e) < 0)
+		return false;
+	const char *h = json_str(
+	        json_get(json_path(p, "metadata.annotations"), POD_ANNOTATION_LEASE_HOLDER));
+	if (is_idle(p) || h == NULL || strcmp(h, holder) != 0) {
+		json_free(p);
+		return false;
+	}
+	json_free(*pod);
+	*pod = p;
+	return true;
+}
+
 /* Whether a leased pod is the one the request needs: its whole spec hash and its image. */
 static const char *mismatch(const struct json *pod, const char *spec_sha256, const char *image)
 {
@@ -188,7 +208,16 @@ int fn_pool_claim(struct kube_client *c, const char *ns, const char *key, const 
 			continue;
 		long status = 0;
 		cleanup_err struct err *e = NULL;
-		if (kube_api_pod_json_patch(c, ns, name, patch, &status, pod, &e) == 0) {
+		int rc = kube_api_pod_json_patch(c, ns, name, patch, &status, pod, &e);
+		if (rc < 0 && (status >= 500 || status == 0) && e->code != ERR_SIGNAL &&
+		    e->code != ERR_TIMEOUT && leased_to(c, ns, name, holder, pod)) {
+			/* the answer was lost, the lease was not (not sent again: kube_http.h) */
+			log_info("warm pool: the lease on pod %s/%s was taken although its answer "
+			         "was lost (%s)",
+			         ns, name, e->msg);
+			rc = 0;
+		}
+		if (rc == 0) {
 			const char *why = mismatch(*pod, spec_sha256, image);
 			if (why == NULL)
 				return 1;

@@ -235,6 +235,22 @@ def test_full_resource_quota_until_the_start_timeout(kubesim):
     assert b"exceeded quota" in r.stderr and b"403" in r.stderr, r.stderr
 
 
+def test_an_attach_that_delivered_no_stdout_never_passes_as_a_clean_run(kubesim):
+    """With -i the attach ends at once and delivers nothing; the function (a generator that
+    writes before it reads) wrote all of its output, and the pod log holds it. The log
+    cannot tell stdout from stderr: the old code passed it all to stderr as "written before
+    the attach" and exited 0 with an empty stdout (a generator's resources gone from the
+    render, and Argo CD prunes them). Now the run fails, naming the function and why."""
+    if EXEC_MODE:  # exec mode has no attach: the exec's own trailer guards it
+        return
+    kubesim.faults(attach_truncate_count=1, attach_truncate_bytes=0)
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/write-first"], stdin=b"x" * 64)
+    err = r.stderr.decode()
+    assert r.returncode == 125 and r.stdout == b"", err
+    assert "the attach delivered none of its stdout" in err, err
+    assert "written before krmpod attached" in err and "example.com/write-first" in err, err
+
+
 def test_attach_that_ends_early_fails_the_run(kubesim):
     """A real 1.34 cluster sometimes ends an attach cleanly (channel-3 Success) before the
     container's output is through. Nothing in the stream says so: krmpod compares the pod

@@ -514,3 +514,25 @@ def test_a_pooled_call_cannot_move_home_tmpdir_or_path(pool, tmp_path):
     assert env["TMPDIR"] == env["HOME"] and "/call-" in env["HOME"], env
     assert env["PATH"] != "/nowhere", env
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_lease_answered_504_after_it_applied_is_taken(pool):
+    """The claim's patch applied, then a 504: the patch is not sent again (it would fail
+    its test with 422, and the caller would think the pod gone to another and make a new
+    one, while the lease kept the idle pod busy until it ran out). The pod is read: leased
+    to this caller, so the call runs in it. A cause of the real-cluster tier's flake
+    "the warm render made a new pod" on a loaded fresh machine."""
+    r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x",
+                 env=pool_env(pool))
+    assert r.returncode == 0, r.stderr.decode()
+    [p] = pool_pods(pool)
+    before = len(pool.requests())
+    pool.faults(http_errors=[{"status": 504, "count": 1, "method": "PATCH", "after": True}])
+    r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"y",
+                 env=pool_env(pool, KRMPOD_LOG_LEVEL="info"))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout == b"y", err
+    assert "was taken although its answer was lost" in err, err
+    assert creates(pool, before) == []
+    assert [(q["metadata"]["name"], state(q)) for q in pool_pods(pool)] == [
+        (p["metadata"]["name"], "idle")]
