@@ -185,45 +185,93 @@ int fd_remove_tree(const char *path, const char *what, struct err **err)
 	return -1;
 }
 
-int fd_unix_socket(const char *path, bool listen_, int backlog)
+/* path as a sockaddr_un name into a: itself, or (too long for sun_path) through an open
+ * descriptor of its directory, *dir (to close; -1 when none). Returns -1 with errno. */
+static int sock_name(const char *path, struct sockaddr_un *a, int *dir)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int dir = -1;
-	if (strlen(path) < sizeof(a.sun_path)) {
-		memcpy(a.sun_path, path, strlen(path) + 1);
-	} else {
-		const char *slash = strrchr(path, '/');
-		if (slash == NULL) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		char *d = strndup(path, (size_t)(slash - path));
-		dir = d ? open(*d ? d : "/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-		free(d);
-		if (dir < 0)
-			return -1;
-		int n = snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s", dir,
-		                 slash + 1);
-		if (n < 0 || (size_t)n >= sizeof(a.sun_path)) {
-			close(dir);
-			errno = ENAMETOOLONG;
-			return -1;
+	*dir = -1;
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (strlen(path) < sizeof(a->sun_path)) {
+		memcpy(a->sun_path, path, strlen(path) + 1);
+		return 0;
+	}
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	char *d = strndup(path, (size_t)(slash - path));
+	*dir = d ? open(*d ? d : "/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	free(d);
+	if (*dir < 0)
+		return -1;
+	int n = snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d/%s", *dir, slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(a->sun_path)) {
+		close(*dir);
+		*dir = -1;
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Binds and listens under a temporary name, then renames it to path: whoever sees the
+ * socket's file can connect (a connect between bind and listen is refused). */
+static int listen_at_path(int fd, const char *path, int backlog)
+{
+	char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid());
+	struct sockaddr_un t, f;
+	int tdir = -1, fdir = -1;
+	int rc = sock_name(tmp, &t, &tdir) < 0 || sock_name(path, &f, &fdir) < 0 ? -1 : 0;
+	if (rc == 0) {
+		unlink(t.sun_path);
+		rc = bind(fd, (struct sockaddr *)&t, sizeof(t)) < 0 || listen(fd, backlog) < 0 ||
+		                     chmod(t.sun_path, 0600) < 0 ||
+		                     rename(t.sun_path, f.sun_path) < 0
+		             ? -1
+		             : 0;
+		if (rc < 0) {
+			int e = errno;
+			unlink(t.sun_path);
+			errno = e;
 		}
 	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int rc = fd < 0    ? -1
-	         : listen_ ? (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	                                      listen(fd, backlog) < 0
-	                              ? -1
-	                              : 0)
-	                   : connect(fd, (struct sockaddr *)&a, sizeof(a));
 	int e = errno;
-	if (dir >= 0)
-		close(dir);
-	if (rc < 0 && fd >= 0)
-		close(fd);
+	if (tdir >= 0)
+		close(tdir);
+	if (fdir >= 0)
+		close(fdir);
+	free(tmp);
 	errno = e;
-	return rc < 0 ? -1 : fd;
+	return rc;
+}
+
+int fd_unix_socket(const char *path, bool listen_, int backlog)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int rc;
+	if (listen_) {
+		rc = listen_at_path(fd, path, backlog);
+	} else {
+		struct sockaddr_un a;
+		int dir = -1;
+		rc = sock_name(path, &a, &dir) < 0 ? -1
+		                                   : connect(fd, (struct sockaddr *)&a, sizeof(a));
+		int e = errno;
+		if (dir >= 0)
+			close(dir);
+		errno = e;
+	}
+	if (rc < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }
 
 int fd_accept(int listen_fd, int wake_fd)

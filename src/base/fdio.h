@@ -41,9 +41,12 @@ int fd_empty_dir(int dir, const char *keep, const char *what, struct err **err);
 int fd_remove_tree(const char *path, const char *what, struct err **err);
 
 /* A unix stream socket bound and listening at path (listen=true), or connected to it:
- * close-on-exec, blocking. A path longer than a socket address holds (TMPDIR can be deep)
- * is reached through its directory: /proc/self/fd/N/NAME. Returns the fd, or -1 with errno
- * (ENAMETOOLONG when even that is too long). */
+ * close-on-exec, blocking. A listening socket is bound under a temporary name, listens, is
+ * made mode 0600 and only then renamed to path: whoever finds the file can connect (a
+ * connect between bind and listen is refused, and a waiter that polls for the file would
+ * take that for "nobody serves"). A path longer than a socket address holds (TMPDIR can be
+ * deep) is reached through its directory: /proc/self/fd/N/NAME. Returns the fd, or -1 with
+ * errno (ENAMETOOLONG when even that is too long). */
 int fd_unix_socket(const char *path, bool listen_, int backlog);
 
 /* Waits between accept attempts that failed for want of a resource, and how many. */

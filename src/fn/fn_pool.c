@@ -382,9 +382,10 @@ int fn_pool_janitor(struct kube_client *c, const struct settings *s, const char 
 		if (rc < 0)
 			return err_wrap(err, "delete pool pod %s/%s", ns, name);
 		if (rc == 1) {
-			log_info("warm pool: pod %s/%s changed since the list (a caller took it): "
-			         "left alone",
-			         ns, name);
+			log_info(
+			        "warm pool: pod %s/%s changed since the list (a caller took it, or "
+			        "its status moved): left alone until the next run",
+			        ns, name);
 			continue;
 		}
 		(*deleted)++;

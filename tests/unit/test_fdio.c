@@ -6,7 +6,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -109,8 +111,59 @@ TEST(a_wake_ends_the_wait)
 	unlink(path);
 }
 
+/* listen(2) for this binary: slowed down on demand, so that the moment between a socket's
+ * bind and its listen is long enough to be seen. */
+static int listen_delay_us;
+int listen(int fd, int backlog)
+{
+	if (listen_delay_us)
+		usleep((useconds_t)listen_delay_us);
+	return (int)syscall(SYS_listen, fd, backlog);
+}
+
+/* Whoever sees a listening socket's file can connect to it: a child makes the socket (its
+ * listen held back 100 ms) while the parent polls for the file and connects the moment it
+ * appears. The old code bound, then listened: the connect came in between and was
+ * refused, which a shim took for "no session". */
+TEST(a_socket_file_that_exists_is_listening)
+{
+	int refused = 0;
+	listen_delay_us = 100000;
+	for (int i = 0; i < 5; i++) {
+		char path[108];
+		snprintf(path, sizeof(path), "/tmp/krmpod-test-fdio-race-%d-%d.sock", (int)getpid(),
+		         i);
+		unlink(path);
+		pid_t child = fork();
+		if (child == 0) {
+			int l = fd_unix_socket(path, true, 4);
+			usleep(20000);
+			_exit(l >= 0 ? 0 : 1);
+		}
+		int c = -1;
+		for (long spin = 0; spin < 50000000 && c < 0; spin++) {
+			if (access(path, F_OK) != 0)
+				continue;
+			c = fd_unix_socket(path, false, 0);
+			if (c < 0 && errno == ECONNREFUSED)
+				refused++;
+			break;
+		}
+		if (c >= 0)
+			close(c);
+		int st = 0;
+		waitpid(child, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(c >= 0 || refused > 0);
+		unlink(path);
+	}
+	listen_delay_us = 0;
+	CHECK_INT(refused, 0);
+}
+
 int main(void)
 {
+	RUN(a_socket_file_that_exists_is_listening);
 	RUN(accepts_a_waiting_connection);
 	RUN(no_descriptor_left_is_waited_out_without_spinning);
 	RUN(a_wake_ends_the_wait);
