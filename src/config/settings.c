@@ -581,7 +581,7 @@ static int load_pool(char *const *e, struct settings *s, struct err **err)
 	if (load_patterns(e, "KRMPOD_WARM_POOL_IMAGES", &s->pool_images, &s->n_pool_images, err) <
 	            0 ||
 	    load_count(e, "KRMPOD_WARM_POOL_SIZE", 2, 16, &s->pool_size, err) < 0 ||
-	    load_count(e, "KRMPOD_WARM_POOL_MAX", 16, 1024, &s->pool_max, err) < 0 ||
+	    load_count(e, "KRMPOD_WARM_POOL_MAX", 8, 1024, &s->pool_max, err) < 0 ||
 	    load_duration(e, "KRMPOD_WARM_POOL_TTL", 600000, &s->pool_ttl_ms, err) < 0 ||
 	    load_duration(e, "KRMPOD_WARM_POOL_MAX_LIFE", 3600000, &s->pool_life_ms, err) < 0)
 		return -1;

@@ -115,7 +115,8 @@ struct settings {
 	char **pool_images;
 	size_t n_pool_images;
 	long pool_size;       /* KRMPOD_WARM_POOL_SIZE: idle pods kept per image (default 2) */
-	long pool_max;        /* KRMPOD_WARM_POOL_MAX: pool pods in the namespace (16) */
+	long pool_max;        /* KRMPOD_WARM_POOL_MAX: pool pods in the namespace (8: half the
+	                       * shipped quota's 16 pods, so idle pods never hold all of it) */
 	int64_t pool_ttl_ms;  /* KRMPOD_WARM_POOL_TTL: how long a pod may stay idle (10m) */
 	int64_t pool_life_ms; /* KRMPOD_WARM_POOL_MAX_LIFE: a pool pod's deadline (1h) */
 	/* The Application a render is for (Argo CD's ARGOCD_APP_NAME, ARGOCD_APP_PROJECT_NAME

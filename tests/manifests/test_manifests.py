@@ -304,7 +304,7 @@ def test_token_volume_is_a_projected_bound_token(rendered):
     vols = {v["name"]: v for v in pod_spec(rendered)["volumes"]}
     assert vols["krmpod-token"] == {"name": "krmpod-token",
                                     "projected": {"sources": EXPECTED_TOKEN_SOURCES}}
-    assert vols["krmpod-tmp"] == {"name": "krmpod-tmp", "emptyDir": {}}
+    assert vols["krmpod-tmp"] == {"name": "krmpod-tmp", "emptyDir": {"sizeLimit": "2Gi"}}
 
 
 def test_pod_keeps_automount_service_account_token_false(rendered):

@@ -29,6 +29,11 @@ TEST(defaults)
 	CHECK_STR(s.cpu_request, "100m");
 	CHECK_STR(s.memory_limit, "512Mi");
 	CHECK_INT(s.n_labels, 0);
+	/* the pool's cap stays below the shipped quota's 16 pods (manifests/functions) */
+	CHECK_INT(s.pool_max, 8);
+	CHECK_INT(s.pool_size, 2);
+	/* outside Argo CD the Application is empty, but part of every pod key all the same */
+	CHECK_STR(s.pool_tenant, "app=\nproject=\nnamespace=");
 	settings_clear(&s);
 	err_free(e);
 }
