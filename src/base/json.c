@@ -118,6 +118,7 @@ static size_t escaped_width(const char *s, size_t n)
 struct parser {
 	yaml_parser_t p;
 	const char *what;
+	size_t nodes; /* values read so far (JSON_MAX_NODES) */
 };
 
 static int parse_error(struct parser *ps, const char *problem, struct err **err)
@@ -181,6 +182,11 @@ static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct jso
 	if (depth > JSON_MAX_DEPTH)
 		return err_set(err, ERR_IO, "%s: nested deeper than %d levels", ps->what,
 		               JSON_MAX_DEPTH);
+	if (++ps->nodes > JSON_MAX_NODES)
+		return err_set(err, ERR_IO,
+		               "%s: more than %d values (JSON_MAX_NODES, krmpod's limit on one "
+		               "document) at line %zu",
+		               ps->what, JSON_MAX_NODES, ev->start_mark.line + 1);
 	switch (ev->type) {
 	case YAML_ALIAS_EVENT:
 		return err_set(err, ERR_IO, "%s: YAML aliases are not supported (line %zu)",

@@ -72,6 +72,13 @@ bool json_plain_is_number(const char *s);
 #define JSON_MAX_DEPTH   256
 #define JSON_WRITE_DEPTH (JSON_MAX_DEPTH + 64)
 
+/* How many values (scalars, mappings and sequences) json_parse() reads from one document:
+ * more is ERR_IO naming this limit. A tree node costs ~100 bytes, so 1,000,000 is ~100 MB at
+ * worst, well below the sidecar's memory; what krmpod reads (API bodies, kustomizations,
+ * catalogs, function configs) holds a few thousand. A 16 MiB `resources: [a,a,...]` is
+ * 8 million values (786 MB and 23 s before this limit). */
+#define JSON_MAX_NODES 1000000
+
 struct jw {
 	struct buf *out;
 	int depth;

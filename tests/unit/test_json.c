@@ -136,8 +136,34 @@ TEST(plain_numbers_are_the_core_schema_ones)
 	json_free(j);
 }
 
+/* A flow list of JSON_MAX_NODES - 1 values (the list itself is one) is read; one more is
+ * refused naming the limit, without building the rest. */
+TEST(values_past_the_node_limit_are_refused)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_putc(&b, '[');
+	for (int i = 0; i < JSON_MAX_NODES - 1; i++)
+		buf_append(&b, i ? ",a" : "a", i ? 2 : 1, "test", NULL);
+	struct json *j = NULL;
+	struct err *e = NULL;
+	buf_putc(&b, ']');
+	CHECK_INT(json_parse(b.data, b.len, "big", &j, &e), 0);
+	CHECK_INT(json_len(j), JSON_MAX_NODES - 1);
+	json_free(j);
+	j = NULL;
+	b.len--; /* one more value */
+	buf_append(&b, ",a]", 3, "test", NULL);
+	CHECK_INT(json_parse(b.data, b.len, "big", &j, &e), -1);
+	CHECK(j == NULL);
+	CHECK(e && strstr(e->msg, "big: more than 1000000 values (JSON_MAX_NODES") != NULL);
+	err_free(e);
+	buf_free(&b);
+}
+
 int main(void)
 {
+	RUN(values_past_the_node_limit_are_refused);
 	RUN(characters_yaml_reads_otherwise_are_escaped);
 	RUN(keys_libyaml_could_not_read_back_are_refused);
 	RUN(deep_documents_are_written);
