@@ -654,6 +654,10 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	if (mmax &&
 	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
 		return -1;
+	const char *omax = settings_env(e, "KRMPOD_MAX_OUTPUT");
+	s->max_output = 64LL << 20;
+	if (omax && settings_parse_size("KRMPOD_MAX_OUTPUT", omax, &s->max_output, err) < 0)
+		return -1;
 	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0)
 		return -1;
 	return fit_start_timeout(e, s, err);

@@ -61,6 +61,9 @@ struct settings {
 	char *helper_image;
 	/* KRMPOD_MOUNT_MAX_BYTES (default 64Mi): cap on the bytes of one function's mounts. */
 	int64_t mount_max_bytes;
+	/* KRMPOD_MAX_OUTPUT: the most stdout one function may write (default 64 MiB, well below
+	 * the sidecar's 512 Mi and Argo CD's 100 MiB for a whole render); more fails the call. */
+	int64_t max_output;
 	/* Which resources came from KRMPOD_* variables (SETTINGS_SET_*): a PodTemplate's
 	 * resources are defaults for the others. */
 	unsigned resources_set;

@@ -149,6 +149,14 @@ static int call_data(void *ud, char type, const char *data, size_t len)
 {
 	struct session_call *c = ud;
 	if (type == FRAME_OUT) {
+		uint64_t max = (uint64_t)fn_pod_settings(c->p)->max_output;
+		if (max && c->res->bytes_out + len > max)
+			return err_set(&c->failed, ERR_IO,
+			               "function %s: pod %s/%s: the function's stdout passed "
+			               "KRMPOD_MAX_OUTPUT (%llu bytes): raise it, or make the "
+			               "function's output smaller",
+			               fn_pod_request(c->p)->image, fn_pod_namespace(c->p),
+			               fn_pod_name(c->p), (unsigned long long)max);
 		c->res->bytes_out += len;
 		return fd_write_all(c->io->out_fd, data, len, "stdout", &c->failed) < 0 ? -1 : 0;
 	}
@@ -357,6 +365,8 @@ int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struc
 	        .in_prefix = header.data,
 	        .in_prefix_len = header.len,
 	        .out_fd = io->out_fd,
+	        .out_limit = (uint64_t)fn_pod_settings(p)->max_output,
+	        .out_limit_name = "KRMPOD_MAX_OUTPUT",
 	        .err_fd = io->err_fd,
 	        .err_sink = tail_sink,
 	        .err_sink_ud = &tail,

@@ -210,6 +210,8 @@ static int attach(struct fn_pod *p, struct pod_state *st, const struct fn_io *io
 	        .out_fd = k->held ? k->out : io->out_fd,
 	        .err_fd = k->held ? k->err : io->err_fd,
 	        .capture_prefix = OVERLAP_WINDOW,
+	        .out_limit = (uint64_t)fn_pod_settings(p)->max_output,
+	        .out_limit_name = "KRMPOD_MAX_OUTPUT",
 	};
 	if (fn_pod_attach(p, POD_CONTAINER_NAME, req->want_stdin, &o, stream, err) == 0)
 		return 1;

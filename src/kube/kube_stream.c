@@ -97,6 +97,12 @@ static int sink(void *ud, int channel, const char *data, size_t len, struct err 
 		s->res.prefix_len += take;
 	}
 	if (channel == WS_CH_STDOUT) {
+		if (s->o.out_limit && s->res.bytes_out + len > s->o.out_limit)
+			return err_set(err, ERR_IO,
+			               "the function's stdout passed %s (%llu bytes): raise it, or "
+			               "make the function's output smaller",
+			               s->o.out_limit_name ? s->o.out_limit_name : "its limit",
+			               (unsigned long long)s->o.out_limit);
 		s->res.bytes_out += len;
 		return s->o.out_fd >= 0 ? fd_write_all(s->o.out_fd, data, len, "stdout", err) : 0;
 	}

@@ -43,6 +43,10 @@ struct kube_stream_opts {
 	/* Keep a copy of the first `capture_prefix` bytes of output (stdout and stderr merged in
 	 * arrival order) in the result, for de-duplicating against the pod log. 0 = none. */
 	size_t capture_prefix;
+	/* The most channel-1 bytes taken (0: no limit); past it the stream stops with ERR_IO
+	 * naming out_limit_name, the setting. */
+	uint64_t out_limit;
+	const char *out_limit_name;
 	volatile sig_atomic_t *cancel; /* stop with ERR_SIGNAL when *cancel != 0; may be NULL */
 	int64_t deadline_ms;           /* monotonic; 0 = none; ERR_TIMEOUT when passed */
 };

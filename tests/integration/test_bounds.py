@@ -5,7 +5,8 @@ import os
 import subprocess
 import sys
 
-from conftest import IS_ASAN, KRMPOD_BIN
+from conftest import (IS_ASAN, KRMPOD_BIN, KUSTOMIZE_RUN, base_env, exec_settings, run_shim,
+                      shim_link)
 
 # the peak RSS of one child, from a Python that runs only it
 PEAK = ("import resource, subprocess, sys\n"
@@ -29,3 +30,52 @@ def test_a_huge_flow_list_is_refused_early_and_small(tmp_path):
     assert "more than 1000000 values (JSON_MAX_NODES" in err, err
     # ~110 MB for the static binary, ~400 MB under ASan's shadow memory
     assert rss_kb < (600 if IS_ASAN else 200) * 1024, rss_kb
+
+
+def test_a_function_s_output_past_krmpod_max_output_fails_the_call(kubesim):
+    """2 MiB of stdout with KRMPOD_MAX_OUTPUT=1Mi: the call fails naming the function and the
+    setting (attach mode, or exec mode under KRMPOD_TEST_MODE=exec), and nothing past the
+    limit reaches stdout. Within the limit the same call is whole."""
+    data = b"".join(b"- item %07d\n" % i for i in range(160000))  # ~2.2 MB
+    env = base_env(kubesim, KRMPOD_MAX_OUTPUT="1Mi")
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat:v1"], stdin=data, env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 125, err
+    assert "the function's stdout passed KRMPOD_MAX_OUTPUT (1048576 bytes)" in err, err
+    assert "example.com/cat:v1" in err, err
+    assert len(r.stdout) <= 1 << 20
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat:v1"], stdin=data,
+                 env=base_env(kubesim, KRMPOD_MAX_OUTPUT="4Mi"))
+    assert r.returncode == 0 and r.stdout == data, r.stderr.decode()
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat:v1"], stdin=b"x",
+                 env=base_env(kubesim, KRMPOD_MAX_OUTPUT="lots"))
+    assert r.returncode == 125 and b"KRMPOD_MAX_OUTPUT=lots is not a size" in r.stderr, r.stderr
+
+
+def test_the_cap_holds_through_the_render_s_session(kubesim, tmp_path):
+    """The same cap on a pooled call through generate's session: the render fails naming the
+    setting, and the pod is retired (its call was cut)."""
+    from test_generate import cmp_env, fn_app, generate
+    from test_pool import POOLED, pool_pods
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "kustomization.yaml").write_text("resources:\n- cm.yaml\ntransformers:\n- f.yaml\n")
+    (big / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"
+                                 "data:\n  blob: '" + "x" * (1 << 20) + "'\n")
+    (big / "f.yaml").write_text(
+        "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: f\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n"
+        "        image: example.com/fns/cat:v1\n")
+    env = cmp_env(kubesim, tmp_path, **dict(exec_settings(), KRMPOD_WARM_POOL="true",
+                                             KRMPOD_WARM_POOL_IMAGES=POOLED))
+    r = generate(big, dict(env, KRMPOD_MAX_OUTPUT="512Ki"))
+    err = r.stderr.decode()
+    assert r.returncode != 0 and r.stdout == b"", err
+    assert "passed KRMPOD_MAX_OUTPUT (524288 bytes)" in err, err
+    r = generate(big, env)  # the default, 64 MiB, is far above it
+    assert r.returncode == 0, r.stderr.decode()
+    subprocess.run([shim_link("krmpod"), "gc"],
+                   env=dict(base_env(kubesim, **exec_settings()), KRMPOD_WARM_POOL="true",
+                            KRMPOD_WARM_POOL_IMAGES=POOLED, KRMPOD_WARM_POOL_TTL="1ms"),
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=True)
+    assert pool_pods(kubesim) == []
