@@ -287,3 +287,20 @@ def test_init_and_discover_hooks(install, tmp_path):
     (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
     r = install.sidecar.render(plain, hook="discover")
     assert r.returncode == 1 and r.stdout == b"", r
+
+
+def test_output_written_before_the_attach_is_never_lost(install, tmp_path):
+    """The same app rendered 20 times under the shipped sidecar settings (prestart on):
+    the line stderr-first writes before it reads stdin reaches generate's stderr exactly
+    once every time, and the output is whole (issue: it went missing about one render in
+    ten, with no warning, while the render exited 0)."""
+    app = fn_app(tmp_path, "stderr-first")
+    direct = direct_build(app, tmp_path)
+    lost = []
+    for i in range(20):
+        r, _ = render(install, app)
+        assert_ok(r)
+        err = r.stderr.decode()
+        if err.count("hello from stderr before stdin") != 1 or r.stdout != direct.stdout:
+            lost.append((i, err[-2000:]))
+    assert lost == [], "%d of 20 renders lost output: %s" % (len(lost), lost[:2])
