@@ -142,6 +142,14 @@ static char *release_patch(const char *holder)
 	return buf_steal(&b, NULL);
 }
 
+/* Whether pod is leased (busy) and to holder. */
+static bool held_by(const struct json *pod, const char *holder)
+{
+	const char *h = json_str(
+	        json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_LEASE_HOLDER));
+	return !is_idle(pod) && h != NULL && strcmp(h, holder) == 0;
+}
+
 /* After a lease patch whose answer was lost (a 5xx, a connection cut): whether the pod is
  * leased to holder now, the patch having applied; *pod then holds it. */
 static bool leased_to(struct kube_client *c, const char *ns, const char *name, const char *holder,
@@ -151,9 +159,7 @@ static bool leased_to(struct kube_client *c, const char *ns, const char *name, c
 	struct json *p = NULL;
 	if (kube_api_pod_get(c, ns, name, NULL, &p, &e) < 0)
 		return false;
-	const char *h = json_str(
-	        json_get(json_path(p, "metadata.annotations"), POD_ANNOTATION_LEASE_HOLDER));
-	if (is_idle(p) || h == NULL || strcmp(h, holder) != 0) {
+	if (!held_by(p, holder)) {
 		json_free(p);
 		return false;
 	}
@@ -284,9 +290,7 @@ static int retire_if_ours(struct kube_client *c, const char *ns, const char *nam
 		*err = NULL;
 		return 0; /* gone already */
 	}
-	const char *h = json_str(
-	        json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_LEASE_HOLDER));
-	if (is_idle(pod) || h == NULL || strcmp(h, holder) != 0) {
+	if (!held_by(pod, holder)) {
 		log_info("warm pool: pod %s/%s was given back after all (%s): left in the pool", ns,
 		         name, is_idle(pod) ? "idle" : "leased by another caller");
 		return 0;
