@@ -85,7 +85,7 @@ struct prestart {
 /* The render's leases on pool pods last to generate's deadline and this much more. */
 #define PRESTART_LEASE_SLACK_MS 5000
 
-/* The argv kustomize builds for a function config (../shared/design.md §3.1), after `run`. */
+/* The argv kustomize builds for a function config (docs/architecture.md: kustomize's docker run line), after `run`. */
 static int request_for(const struct kfn *f, bool network, char *const *environ_,
                        struct fn_request *req, struct err **err)
 {

@@ -1,4 +1,4 @@
-/* prestart.h — hiding pod-start latency (../shared/design.md §5, lever 1).
+/* prestart.h — hiding pod-start latency (docs/architecture.md, "Prestart").
  *
  * kustomize runs functions one after another, so N functions cost N pod starts. Before
  * kustomize runs, `krmpod generate` reads the function configs of the tree, builds for each

@@ -2,6 +2,7 @@
  * retried sleeping, never in a busy loop, and a wake ends the wait. */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -48,6 +49,15 @@ TEST(accepts_a_waiting_connection)
 	unlink(path);
 }
 
+/* Leaves no descriptor free: RLIMIT_NOFILE just above the highest one in use (*old keeps
+ * the limit to put back). True when set. */
+static bool no_descriptor_left(int highest, struct rlimit *old)
+{
+	getrlimit(RLIMIT_NOFILE, old);
+	struct rlimit tight = {.rlim_cur = (rlim_t)highest + 1, .rlim_max = old->rlim_max};
+	return setrlimit(RLIMIT_NOFILE, &tight) == 0;
+}
+
 /* No descriptor left (RLIMIT_NOFILE at the number in use): accept4 fails with EMFILE and
  * the connection stays queued, the socket readable. The retries sleep: the whole wait
  * (FD_ACCEPT_RETRIES x FD_ACCEPT_RETRY_MS) costs little CPU, and ends with EMFILE. */
@@ -58,10 +68,7 @@ TEST(no_descriptor_left_is_waited_out_without_spinning)
 	int l = listener_with_client(path, &client);
 	CHECK(l >= 0 && client >= 0);
 	struct rlimit old;
-	getrlimit(RLIMIT_NOFILE, &old);
-	int highest = client > l ? client : l;
-	struct rlimit tight = {.rlim_cur = (rlim_t)highest + 1, .rlim_max = old.rlim_max};
-	CHECK(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+	CHECK(no_descriptor_left(client > l ? client : l, &old));
 	long long t0 = now_ms(), c0 = cpu_ms();
 	int c = fd_accept(l, -1);
 	int e = errno;
@@ -90,15 +97,13 @@ TEST(a_wake_ends_the_wait)
 	int wake[2];
 	CHECK(pipe(wake) == 0);
 	CHECK(write(wake[1], "x", 1) == 1);
-	struct rlimit old;
-	getrlimit(RLIMIT_NOFILE, &old);
 	int highest = wake[1];
 	if (l > highest)
 		highest = l;
 	if (client > highest)
 		highest = client;
-	struct rlimit tight = {.rlim_cur = (rlim_t)highest + 1, .rlim_max = old.rlim_max};
-	CHECK(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+	struct rlimit old;
+	CHECK(no_descriptor_left(highest, &old));
 	long long t0 = now_ms();
 	int c = fd_accept(l, wake[0]);
 	int e = errno;
