@@ -117,10 +117,12 @@ def stopped():
 
 def test_start_then_stop_leaves_the_host_as_it_was(stopped):
     r = run(REALKUBE, "start")
-    assert r.returncode == 0, text(r)
-    assert status() == 0
-    assert host_state() != stopped, "a running cluster changed nothing on the host?"
-    r = run(REALKUBE, "stop")
+    try:
+        assert r.returncode == 0, text(r)
+        assert status() == 0
+        assert host_state() != stopped, "a running cluster changed nothing on the host?"
+    finally:  # a failed start leaves what did start up: the next tests need it stopped
+        r = run(REALKUBE, "stop")
     assert r.returncode == 0, text(r)
     assert status() == 3
     assert_nothing_left(stopped)
@@ -168,8 +170,10 @@ def test_a_component_that_exits_while_starting_is_named_with_its_log(stopped, tm
     assert_nothing_left(stopped)
     # the next start takes the real binaries back
     r = run(REALKUBE, "start")
-    assert r.returncode == 0, text(r)
-    r = run(REALKUBE, "stop")
+    try:
+        assert r.returncode == 0, text(r)
+    finally:
+        r = run(REALKUBE, "stop")
     assert r.returncode == 0, text(r)
 
 
