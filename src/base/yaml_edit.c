@@ -350,6 +350,15 @@ static int pump(yaml_parser_t *p, struct writer *w, const struct yaml_edit *e, c
 	size_t index = 0;
 	int rc = 0;
 	for (bool done = false; !done && rc == 0;) {
+		if (d.n == YAML_EDIT_MAX_EVENTS) {
+			rc = err_set(
+			        err, ERR_IO,
+			        "%s: document %zu has more than %d YAML events "
+			        "(YAML_EDIT_MAX_EVENTS, krmpod's limit on one document), at line "
+			        "%zu",
+			        what, index + 1, YAML_EDIT_MAX_EVENTS, p->mark.line + 1);
+			break;
+		}
 		if (d.n == d.cap) {
 			d.cap = d.cap ? d.cap * 2 : 64;
 			d.ev = xrealloc(d.ev, d.cap * sizeof(*d.ev));

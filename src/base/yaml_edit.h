@@ -37,6 +37,11 @@ struct yaml_edit {
 	bool block;
 };
 
+/* How many events (scalars, collection starts and ends, aliases) yaml_edit() holds for one
+ * document: more is ERR_IO naming this limit. An event costs ~100 bytes; a document of
+ * JSON_MAX_NODES values (json.h) is at most twice as many events. */
+#define YAML_EDIT_MAX_EVENTS 2000000
+
 /* Applies e to the stream text (len bytes) and appends the result to out. `what` names the
  * text in errors (ERR_IO with the line and column libyaml reports). */
 int yaml_edit(const char *text, size_t len, const char *what, const struct yaml_edit *e,

@@ -153,11 +153,16 @@ int catalog_image_split(const char *image, char **name, char **tag, char **diges
 static int parse_container(const struct at *a, const struct json *c, struct catalog_version *v,
                            struct err **err)
 {
-	static const char *const known[] = {"image", "sha256", "requireNetwork",
-	                                    "requireStorageMount", NULL};
+	static const char *const known[] = {"image",
+	                                    "sha256",
+	                                    "requireNetwork",
+	                                    "requireStorageMount",
+	                                    "shareAcrossApplications",
+	                                    NULL};
 	if (only_fields(a, c, known, err) < 0 || get_str(a, c, "image", true, &v->image, err) < 0 ||
 	    get_bool(a, c, "requireNetwork", &v->require_network, err) < 0 ||
-	    get_bool(a, c, "requireStorageMount", &v->require_storage_mount, err) < 0)
+	    get_bool(a, c, "requireStorageMount", &v->require_storage_mount, err) < 0 ||
+	    get_bool(a, c, "shareAcrossApplications", &v->share_across_apps, err) < 0)
 		return -1;
 	cleanup_free char *tag = NULL, *digest = NULL, *sha = NULL;
 	if (catalog_image_split(v->image, NULL, &tag, &digest) < 0)

@@ -43,6 +43,10 @@ struct catalog_version {
 	                   NULL */
 	bool require_network;
 	bool require_storage_mount;
+	/* runtime.container.shareAcrossApplications (krmpod's own field): the admin says a
+	 * warm-pool pod of this function may serve more than one Application. Honoured only in
+	 * the admin's catalogs (catalog_store_admin_images); docs/security.md, "The warm pool". */
+	bool share_across_apps;
 	char *usage, *license;
 };
 

@@ -8,6 +8,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/size_limits.h"
@@ -334,6 +335,28 @@ int catalog_store_listed(struct catalog_store *st, const char *entry, const char
 	return rc;
 }
 
+int catalog_store_policy(const struct settings *s, volatile sig_atomic_t *cancel, bool with_images,
+                         struct policy *p, struct err **err)
+{
+	if (s->policy_file) {
+		cleanup_free char *text = NULL;
+		size_t len = 0;
+		cleanup_free char *what = xasprintf("KRMPOD_POLICY_FILE %s", s->policy_file);
+		if (buf_read_file(s->policy_file, LIMIT_CATALOG, what, ERR_CONFIG, &text, &len,
+		                  err) < 0)
+			return -1;
+		return policy_read(text, len, what, p, err);
+	}
+	policy_init(p, s);
+	if (s->image_policy != IMAGE_POLICY_CATALOG && !with_images)
+		return 0;
+	struct catalog_store *st = NULL;
+	catalog_store_open(s, cancel, now_ms() + s->start_timeout_ms, &st);
+	int rc = catalog_store_admin_images(st, p, err);
+	catalog_store_free(st);
+	return rc;
+}
+
 int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struct err **err)
 {
 	size_t n = st->s->n_trusted_catalogs + st->s->n_default_catalogs;
@@ -352,8 +375,14 @@ int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struc
 				        xasprintf("%s%s%s %s in catalog %s (%s)", fn->group,
 				                  fn->group[0] ? "/" : "", ver->name, fn->kind,
 				                  c->name, c->source);
-				policy_add_image(p, image, origin, ver->require_network,
-				                 ver->require_storage_mount);
+				policy_add_image(
+				        p,
+				        &(struct policy_image){
+				                .image = image,
+				                .origin = origin,
+				                .require_network = ver->require_network,
+				                .require_storage_mount = ver->require_storage_mount,
+				                .share_across_apps = ver->share_across_apps});
 			}
 		}
 	}

@@ -60,7 +60,14 @@ int catalog_store_listed(struct catalog_store *st, const char *entry, const char
                          const struct catalog_ref **trusted_by, struct err **err);
 
 /* Adds the images of every admin catalog (trusted and default) to p, for
- * KRMPOD_IMAGE_POLICY=catalog. */
+ * KRMPOD_IMAGE_POLICY=catalog and for the warm pool's shareAcrossApplications. */
 int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struct err **err);
+
+/* The policy a function is checked against outside generate's own check: the one generate
+ * resolved for its shims (s->policy_file, KRMPOD_POLICY_FILE), else the settings' own, with
+ * the admin's catalog images when the policy is `catalog` or `with_images` (fetched here,
+ * until *cancel or s->start_timeout_ms from now). *p is cleared by policy_clear. */
+int catalog_store_policy(const struct settings *s, volatile sig_atomic_t *cancel, bool with_images,
+                         struct policy *p, struct err **err);
 
 #endif

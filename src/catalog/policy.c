@@ -46,12 +46,13 @@ void policy_clear(struct policy *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void policy_add_image(struct policy *p, const char *image, const char *origin, bool network,
-                      bool mounts)
+void policy_add_image(struct policy *p, const struct policy_image *e)
 {
 	p->images = xrealloc(p->images, (p->n_images + 1) * sizeof(*p->images));
-	p->images[p->n_images++] =
-	        (struct policy_image){xstrdup(image), xstrdup(origin), network, mounts};
+	struct policy_image *n = &p->images[p->n_images++];
+	*n = *e;
+	n->image = xstrdup(e->image);
+	n->origin = xstrdup(e->origin);
 }
 
 void policy_add_named(struct policy *p, const char *image, const char *where)
@@ -94,6 +95,12 @@ static const struct policy_image *catalog_image(const struct policy *p, const ch
 			return e;
 	}
 	return NULL;
+}
+
+bool policy_shared(const struct policy *p, const char *image)
+{
+	const struct policy_image *e = catalog_image(p, image);
+	return e && e->share_across_apps;
 }
 
 static const char *named_where(const struct policy *p, const char *image)
@@ -193,6 +200,7 @@ void policy_write(const struct policy *p, struct buf *out)
 		jw_kv_str(&w, "origin", p->images[i].origin);
 		jw_kv_bool(&w, "requireNetwork", p->images[i].require_network);
 		jw_kv_bool(&w, "requireStorageMount", p->images[i].require_storage_mount);
+		jw_kv_bool(&w, "shareAcrossApplications", p->images[i].share_across_apps);
 		jw_obj_end(&w);
 	}
 	jw_arr_end(&w);
@@ -219,12 +227,13 @@ static void read_lists(const struct json *doc, struct policy *p)
 	const struct json *im = json_get(doc, "images");
 	for (size_t i = 0; i < json_len(im); i++) {
 		const struct json *e = json_at(im, i);
-		bool net = false, mnt = false;
-		json_bool(json_get(e, "requireNetwork"), &net);
-		json_bool(json_get(e, "requireStorageMount"), &mnt);
-		if (json_str(json_get(e, "image")) && json_str(json_get(e, "origin")))
-			policy_add_image(p, json_str(json_get(e, "image")),
-			                 json_str(json_get(e, "origin")), net, mnt);
+		struct policy_image pi = {.image = (char *)json_str(json_get(e, "image")),
+		                          .origin = (char *)json_str(json_get(e, "origin"))};
+		json_bool(json_get(e, "requireNetwork"), &pi.require_network);
+		json_bool(json_get(e, "requireStorageMount"), &pi.require_storage_mount);
+		json_bool(json_get(e, "shareAcrossApplications"), &pi.share_across_apps);
+		if (pi.image && pi.origin)
+			policy_add_image(p, &pi);
 	}
 	const struct json *nm = json_get(doc, "named");
 	for (size_t i = 0; i < json_len(nm); i++) {

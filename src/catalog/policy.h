@@ -34,6 +34,7 @@ struct policy_image {
 	char *origin; /* "GROUP/VERSION KIND in catalog NAME (SOURCE)", for messages */
 	bool require_network;
 	bool require_storage_mount;
+	bool share_across_apps; /* its entry's shareAcrossApplications (catalog.h) */
 };
 
 /* Where a function config of the tree names an image (generate's knowledge, handed to the
@@ -59,8 +60,8 @@ struct policy {
 void policy_init(struct policy *p, const struct settings *s);
 void policy_clear(struct policy *p);
 
-void policy_add_image(struct policy *p, const char *image, const char *origin, bool network,
-                      bool mounts);
+/* Adds a copy of *e (its strings are copied). */
+void policy_add_image(struct policy *p, const struct policy_image *e);
 void policy_add_named(struct policy *p, const char *image, const char *where);
 
 /* Checks one function: its image, and whether it asks for network or mounts. `where` names
@@ -68,6 +69,10 @@ void policy_add_named(struct policy *p, const char *image, const char *where);
  * with ERR_CONFIG naming the image, the function config, the policy and the fix. */
 int policy_check(const struct policy *p, const char *image, bool network, bool mounts,
                  const char *where, struct err **err);
+
+/* Whether an admin's catalog entry that allows image (as policy_check matches it) marks it
+ * shareAcrossApplications: a warm-pool pod of it may then serve any Application. */
+bool policy_shared(const struct policy *p, const char *image);
 
 /* Whether image matches pattern ('*' any run of characters, everything else literal). */
 bool policy_pattern_match(const char *pattern, const char *image);

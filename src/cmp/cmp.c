@@ -304,14 +304,17 @@ static void render_free(struct render *r)
 }
 
 /* The image policy (policy.h), checked for every function of the tree before kustomize
- * runs, and handed to the shims as a file, which check it again. */
+ * runs, and handed to the shims as a file, which check it again. With the warm pool, the
+ * file also carries the admin's catalog images for shareAcrossApplications (fn_config.c), so
+ * that no shim fetches a catalog. */
 static int check_policy(struct render *r, struct err **err)
 {
 	policy_init(&r->policy, &r->fs);
-	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest)
+	bool images = r->fs.image_policy == IMAGE_POLICY_CATALOG ||
+	              (r->fs.warm_pool && r->fs.n_trusted_catalogs + r->fs.n_default_catalogs > 0);
+	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest && !images)
 		return 0;
-	if (r->fs.image_policy == IMAGE_POLICY_CATALOG &&
-	    catalog_store_admin_images(r->store, &r->policy, err) < 0)
+	if (images && catalog_store_admin_images(r->store, &r->policy, err) < 0)
 		return err_wrap(err, "generate: the image policy");
 	for (size_t i = 0; i < r->n_fns; i++)
 		policy_add_named(&r->policy, r->fns[i].image, r->fns[i].where);

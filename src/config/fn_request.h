@@ -52,6 +52,9 @@ struct fn_request {
 	/* The warm pool takes this function (fn_pool.h): set with exec_argv when the pool is on
 	 * and the image is one it may keep. */
 	bool pooled;
+	/* With pooled: an admin's catalog marks the image shareAcrossApplications, so the pod
+	 * key leaves the Application out (settings.h, pool_tenant; docs/security.md). */
+	bool pool_shared;
 };
 
 void fn_request_clear(struct fn_request *req);

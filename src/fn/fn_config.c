@@ -13,6 +13,8 @@
 #include "base/signals.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "catalog/catalog_store.h"
+#include "catalog/policy.h"
 #include "fn/fn_image.h"
 #include "fn/fn_pool.h"
 #include "kube/kube_api.h"
@@ -135,6 +137,15 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct 
 	    0)
 		return -1;
 	req->pooled = fn_pool_takes(s, req);
+	req->pool_shared = false;
+	if (req->pooled) {
+		struct policy p = {0};
+		int rc = catalog_store_policy(s, &signals_cancel, true, &p, err);
+		req->pool_shared = rc == 0 && policy_shared(&p, req->image);
+		policy_clear(&p);
+		if (rc < 0)
+			return err_wrap(err, "the warm pool: the admin's catalogs");
+	}
 	const char *refused = req->pooled ? pooled_refused(req) : NULL;
 	if (refused)
 		return err_set(err, ERR_USAGE,
@@ -178,9 +189,12 @@ void fn_config_spec_sha256(const struct fn_request *req, const struct settings *
 	cleanup_buf struct buf b;
 	buf_init(&b, 0);
 	pod_spec_build_for_key(&r, &t, &b);
-	/* the Application too: a pod of one is never another's (settings.h, pool_tenant) */
+	/* the Application too: a pod of one is never another's (settings.h, pool_tenant),
+	 * unless the admin's catalog marks the function shareAcrossApplications */
 	buf_putc(&b, '\n');
-	if (s->pool_tenant)
+	if (req->pool_shared)
+		buf_puts(&b, "shared across Applications");
+	else if (s->pool_tenant)
 		buf_append(&b, s->pool_tenant, strlen(s->pool_tenant), "pod key", NULL);
 	sha256_hex(b.data, b.len, hex);
 }

@@ -13,30 +13,6 @@
 #include "fn/fn_config.h"
 #include "kube/kubeconfig.h"
 
-/* The policy to check a function against: the one generate resolved for its shims
- * (KRMPOD_POLICY_FILE), else the settings' own (the admin's catalogs fetched here). */
-static int load_policy(const struct settings *s, volatile sig_atomic_t *cancel, struct policy *p,
-                       struct err **err)
-{
-	if (s->policy_file) {
-		cleanup_free char *text = NULL;
-		size_t len = 0;
-		cleanup_free char *what = xasprintf("KRMPOD_POLICY_FILE %s", s->policy_file);
-		if (buf_read_file(s->policy_file, LIMIT_CATALOG, what, ERR_CONFIG, &text, &len,
-		                  err) < 0)
-			return -1;
-		return policy_read(text, len, what, p, err);
-	}
-	policy_init(p, s);
-	if (s->image_policy != IMAGE_POLICY_CATALOG)
-		return 0;
-	struct catalog_store *st = NULL;
-	catalog_store_open(s, cancel, now_ms() + s->start_timeout_ms, &st);
-	int rc = catalog_store_admin_images(st, p, err);
-	catalog_store_free(st);
-	return rc;
-}
-
 /* The image policy (catalog/policy.h), before any pod exists. */
 static int check_policy(const struct settings *s, const struct fn_request *req,
                         volatile sig_atomic_t *cancel, struct err **err)
@@ -44,7 +20,7 @@ static int check_policy(const struct settings *s, const struct fn_request *req,
 	if (s->image_policy == IMAGE_POLICY_ANY && !s->require_digest && s->policy_file == NULL)
 		return 0;
 	struct policy p = {0};
-	int rc = load_policy(s, cancel, &p, err);
+	int rc = catalog_store_policy(s, cancel, false, &p, err);
 	if (rc == 0)
 		rc = policy_check(&p, req->image, req->network == FN_NETWORK_HOST,
 		                  req->n_mounts > 0, NULL, err);

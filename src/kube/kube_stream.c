@@ -543,6 +543,15 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 		             (unsigned long long)s->res.bytes_out,
 		             (unsigned long long)s->res.bytes_err, how);
 	}
+	/* A normal Close without a Status while stdin was still being sent: the function may
+	 * have read only part of its input, and nothing says how it ended. Never a success. */
+	if (rc == 0 && !s->demux.st.got && s->o.in_fd >= 0 && !s->close_sent) {
+		rc = err_set(err, ERR_NET,
+		             "stream: the server closed the connection (code %d) with no exit "
+		             "status before all of stdin was sent (%llu bytes were): the function "
+		             "may have read only part of its input, so its output is incomplete",
+		             s->close_code, (unsigned long long)s->res.bytes_in);
+	}
 	if (s->demux.st.got) {
 		s->res.got_status = true;
 		s->res.status_success = s->demux.st.success;

@@ -178,6 +178,23 @@ def test_dropped_attach_is_an_error_not_partial_success(kubesim):
     assert b"incomplete" in r.stderr
 
 
+def test_a_clean_close_before_stdin_was_sent_is_an_error(kubesim):
+    """The server closes the stream normally (1000), with no exit Status, before krmpod sent
+    all of stdin. The old code took a normal Close as a clean end: the function had read
+    none of its input, wrote nothing, ended 0, and the run passed with an empty stdout."""
+    data = b"- item\n" * (4 << 20)  # 28 MiB: more than loopback's buffers hold
+    kubesim.faults(attach_close_early=1)
+    r = run_shim(kubesim, CAT, stdin=data)
+    err = r.stderr.decode()
+    assert r.returncode == 125 and r.stdout == b"", err
+    assert "closed the connection (code 1000) with no exit status before all of stdin " \
+        "was sent" in err, err
+    assert "output is incomplete" in err, err
+    # without the fault the same run is whole
+    r = run_shim(kubesim, CAT, stdin=data)
+    assert r.returncode == 0 and r.stdout == data, r.stderr.decode()
+
+
 def test_oom_killed(kubesim):
     kubesim.faults(oom_images=["cat", "sleep"])
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/sleep"], stdin=b"x")

@@ -172,6 +172,26 @@ def test_ttl_size_and_cap(pool):
     assert "idle past KRMPOD_WARM_POOL_TTL" in out and pool_pods(pool) == [], out
 
 
+def test_the_cap_counts_the_pods_of_every_key(pool):
+    """KRMPOD_WARM_POOL_MAX bounds the pool pods of the namespace, whatever their keys: each
+    Application (or each new value of a pod setting) is a key of its own, and idle pods of
+    many keys must not hold the whole quota. Two keys fill a cap of 2; a third key's call
+    gets an ordinary pod, deleted after it."""
+    def call(app):
+        r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x",
+                     env=pool_env(pool, KRMPOD_WARM_POOL_MAX="2", KRMPOD_LOG_LEVEL="debug",
+                                  ARGOCD_APP_NAME=app))
+        assert r.returncode == 0 and r.stdout == b"x", r.stderr.decode()
+        return summary(r)[0]
+    a, b = call("a"), call("b")
+    assert sorted(p["metadata"]["name"] for p in pool_pods(pool)) == sorted([a, b])
+    keys = {p["metadata"]["labels"]["krmpod.dev/pool"] for p in pool_pods(pool)}
+    assert len(keys) == 2, keys
+    c = call("c")
+    assert c not in (a, b)
+    assert sorted(p["metadata"]["name"] for p in pool.api_pods()) == sorted([a, b])
+
+
 def test_makers_racing_past_the_cap_keep_no_more_than_it(pool):
     """Two callers find the pool empty with room for one pod, and both make one (their
     creates held back until both have counted): the pool must not keep more than
@@ -481,6 +501,33 @@ def test_a_pooled_pod_serves_one_application(pool):
     for p in pool_pods(pool):  # the whole hash the claim checks, beside the label's part
         sha = p["metadata"]["annotations"]["krmpod.dev/spec-sha256"]
         assert len(sha) == 64 and sha.startswith(p["metadata"]["labels"]["krmpod.dev/pool"])
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_an_admin_catalog_entry_may_share_a_pooled_pod_across_applications(pool, tmp_path,
+                                                                          shared):
+    """The one exception to one Application per pooled pod: an admin's catalog entry with
+    shareAcrossApplications: true. Then every Application's call takes the same idle pod;
+    the same entry without it (or in no admin catalog) keeps them apart."""
+    from test_catalogs import admin_catalog, catalog
+    extra = {"shareAcrossApplications": True} if shared else {}
+    admin = admin_catalog(tmp_path, catalog("fns", [("krmpod.test", "Cat", "v1",
+                                                     "example.com/fns/cat:v1", extra)]))
+
+    def call(app, **more):
+        env = dict(KRMPOD_LOG_LEVEL="debug", ARGOCD_APP_NAME=app,
+                   ARGOCD_APP_PROJECT_NAME="default", ARGOCD_APP_NAMESPACE="prod")
+        env.update(more)
+        r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x",
+                     env=pool_env(pool, **env))
+        assert r.returncode == 0 and r.stdout == b"x", r.stderr.decode()
+        return summary(r)[0]
+    a = call("team-a", KRMPOD_DEFAULT_CATALOGS=str(admin))
+    b = call("team-b", KRMPOD_DEFAULT_CATALOGS=str(admin))
+    assert (a == b) == shared, (a, b)
+    # without the admin's catalog, the mark is not there: the Application is in the key
+    c = call("team-c")
+    assert c not in (a, b)
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "BASH_ENV",

@@ -38,7 +38,7 @@ static const char good[] =
         "          sha256: " HEX "\n"
         "    - name: v2\n"
         "      runtime: {container: {image: registry.example.co/fns/set-namespace:latest, "
-        "requireNetwork: true, requireStorageMount: true}}\n"
+        "requireNetwork: true, requireStorageMount: true, shareAcrossApplications: true}}\n"
         "  - group: example.com\n"
         "    names: {kind: SetNamespace}\n"
         "    versions:\n"
@@ -59,14 +59,16 @@ TEST(a_catalog_parses_and_the_first_match_wins)
 	const struct catalog_version *v = catalog_find(c, "example.com", "v1", "SetNamespace", &f);
 	CHECK(v != NULL && f == &c->fns[0]);
 	if (v) {
-		CHECK(v->idempotent && !v->require_network && !v->require_storage_mount);
+		CHECK(v->idempotent && !v->require_network && !v->require_storage_mount &&
+		      !v->share_across_apps);
 		CHECK_STR(v->sha256, "sha256:" HEX);
 		char *img = catalog_version_image(v);
 		CHECK_STR(img, "registry.example.co/fns/set-namespace@sha256:" HEX);
 		free(img);
 	}
 	v = catalog_find(c, "example.com", "v2", "SetNamespace", NULL);
-	CHECK(v && v->require_network && v->require_storage_mount && v->sha256 == NULL);
+	CHECK(v && v->require_network && v->require_storage_mount && v->share_across_apps &&
+	      v->sha256 == NULL);
 	if (v) {
 		char *img = catalog_version_image(v);
 		CHECK_STR(img, "registry.example.co/fns/set-namespace:latest");
@@ -113,7 +115,8 @@ TEST(validation_names_the_file_and_the_field)
 	        "krmpod runs functions only as pods");
 	refused("requireNetwork: true", "requireNetwrok: true",
 	        "spec.krmFunctions[0].versions[1].runtime.container.requireNetwrok",
-	        "unknown field (known here: image, sha256, requireNetwork, requireStorageMount)");
+	        "unknown field (known here: image, sha256, requireNetwork, requireStorageMount, "
+	        "shareAcrossApplications)");
 	refused("requireNetwork: true", "requireNetwork: yes please",
 	        "versions[1].runtime.container.requireNetwork", "must be true or false");
 	refused("    names: {kind: SetNamespace}\n    description",
@@ -232,6 +235,16 @@ static struct settings policy_settings(enum image_policy mode, bool digest)
 	return s;
 }
 
+static void add_image(struct policy *p, const char *image, const char *origin, bool network,
+                      bool mounts, bool shared)
+{
+	policy_add_image(p, &(struct policy_image){.image = (char *)image,
+	                                           .origin = (char *)origin,
+	                                           .require_network = network,
+	                                           .require_storage_mount = mounts,
+	                                           .share_across_apps = shared});
+}
+
 TEST(the_three_policy_modes)
 {
 	struct err *e = NULL;
@@ -260,9 +273,9 @@ TEST(the_three_policy_modes)
 
 	s = policy_settings(IMAGE_POLICY_CATALOG, true);
 	policy_init(&p, &s);
-	policy_add_image(&p, "r.example/fns/ns@sha256:" HEX, "example.com/v1 SetNamespace in c",
-	                 false, false);
-	policy_add_image(&p, "r.example/fns/net:v1", "example.com/v1 Net in c", true, false);
+	add_image(&p, "r.example/fns/ns@sha256:" HEX, "example.com/v1 SetNamespace in c", false,
+	          false, false);
+	add_image(&p, "r.example/fns/net:v1", "example.com/v1 Net in c", true, false, false);
 	policy_add_named(&p, "r.example/fns/ns:v1.2.3", "app/ns.yaml");
 	CHECK_INT(policy_check(&p, "r.example/fns/ns@sha256:" HEX, false, false, NULL, &e), 0);
 	CHECK_INT(policy_check(&p, "r.example/fns/ns:v1.2.3@sha256:" HEX, false, false, NULL, &e),
@@ -285,7 +298,7 @@ TEST(the_three_policy_modes)
 	policy_clear(&p);
 	s = policy_settings(IMAGE_POLICY_CATALOG, false);
 	policy_init(&p, &s);
-	policy_add_image(&p, "r.example/fns/net:v1", "example.com/v1 Net in c", true, false);
+	add_image(&p, "r.example/fns/net:v1", "example.com/v1 Net in c", true, false, false);
 	CHECK_INT(policy_check(&p, "r.example/fns/net:v1", true, false, NULL, &e), 0);
 	CHECK_INT(policy_check(&p, "r.example/fns/net:v1", false, true, NULL, &e), -1);
 	CHECK_CONTAINS(e ? e->msg : NULL, "storage mounts");
@@ -312,7 +325,8 @@ TEST(the_policy_file_round_trip)
 	s.n_image_allowlist = 1;
 	struct policy p, q;
 	policy_init(&p, &s);
-	policy_add_image(&p, "i@sha256:" HEX, "o", true, false);
+	add_image(&p, "i@sha256:" HEX, "o", true, false, true);
+	add_image(&p, "j:v1", "o", false, false, false);
 	policy_add_named(&p, "a/b:v1", "app/fn.yaml");
 	struct buf b;
 	buf_init(&b, 0);
@@ -321,7 +335,12 @@ TEST(the_policy_file_round_trip)
 	CHECK_INT(policy_read(b.data, b.len, "policy", &q, &e), 0);
 	CHECK(q.mode == IMAGE_POLICY_ALLOWLIST && q.require_digest);
 	CHECK(q.n_allowlist == 1 && strcmp(q.allowlist[0], "a/*") == 0);
-	CHECK(q.n_images == 1 && q.images[0].require_network && !q.images[0].require_storage_mount);
+	CHECK(q.n_images == 2 && q.images[0].require_network && !q.images[0].require_storage_mount);
+	/* shareAcrossApplications survives the file, and only the entry's own image has it */
+	CHECK(q.images[0].share_across_apps && !q.images[1].share_across_apps);
+	CHECK(policy_shared(&q, "i@sha256:" HEX) && policy_shared(&q, "i:v2@sha256:" HEX));
+	CHECK(!policy_shared(&q, "j:v1") && !policy_shared(&q, "i:v1") &&
+	      !policy_shared(&q, "k@sha256:" HEX));
 	CHECK(q.n_named == 1 && strcmp(q.named[0].where, "app/fn.yaml") == 0);
 	policy_clear(&q);
 	CHECK_INT(policy_read("{mode: maybe}", 13, "policy", &q, &e), -1);

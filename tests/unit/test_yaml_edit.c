@@ -223,6 +223,35 @@ TEST(malformed_yaml_names_the_place)
 	buf_free(&out);
 }
 
+/* A document of YAML_EDIT_MAX_EVENTS events (document start and end, the list's start and
+ * end, its items) is edited; one more event is refused naming the limit. */
+static int edit_list(size_t items, struct err **er)
+{
+	struct buf in, out;
+	buf_init(&in, 0);
+	buf_init(&out, 0);
+	buf_putc(&in, '[');
+	for (size_t i = 0; i < items; i++)
+		buf_append(&in, i ? ",a" : "a", i ? 2 : 1, "test", NULL);
+	buf_puts(&in, "]\n");
+	struct yaml_edit e = {.drop_key = "catalogs"};
+	int rc = yaml_edit(in.data, in.len, "big.yaml", &e, &out, er);
+	buf_free(&in);
+	buf_free(&out);
+	return rc;
+}
+
+TEST(events_past_the_limit_are_refused)
+{
+	struct err *er = NULL;
+	CHECK_INT(edit_list(YAML_EDIT_MAX_EVENTS - 4, &er), 0);
+	CHECK_INT(edit_list(YAML_EDIT_MAX_EVENTS - 3, &er), -1);
+	CHECK(er && er->code == ERR_IO);
+	CHECK_CONTAINS(er ? er->msg : NULL, "big.yaml: document 1 has more than 2000000 YAML "
+	                                    "events (YAML_EDIT_MAX_EVENTS");
+	err_free(er);
+}
+
 int main(void)
 {
 	RUN(drops_a_top_level_key_in_any_style);
@@ -232,5 +261,6 @@ int main(void)
 	RUN(inline_list_items_are_replaced);
 	RUN(flow_nulls_stay_null);
 	RUN(malformed_yaml_names_the_place);
+	RUN(events_past_the_limit_are_refused);
 	return check_summary();
 }

@@ -1277,6 +1277,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # seen on a real 1.34 cluster (the output is cut, nothing says so).
         cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
             else None
+        # A normal Close (1000) at once, with no Status, stdin unread, while the container
+        # goes on (its stdin is closed, as the runtime does when its attach goes).
+        close_early = faults.take("attach_close_early")
         out = OutputStream(ws, cut, drop_at)
 
         def listener(ch, data):
@@ -1296,9 +1299,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                           not c.stdin_closed.is_set())
             if owns_stdin and c.stdin_once:
                 c.stdin_taken = True
-        if drop and drop_at is None:
-            time.sleep(0.05)
-            ws.drop()
+        if close_early or (drop and drop_at is None):
+            if close_early:
+                ws.close(1000)
+            else:
+                time.sleep(0.05)
+                ws.drop()
             with c.lock:
                 c.listeners.remove(listener)
             if owns_stdin and c.stdin_once:
@@ -1357,6 +1363,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         drop_at = faults.get("drop_attach_bytes") if drop else None
         cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
             else None
+        if faults.take("attach_close_early"):  # before the process starts: nothing ran
+            return ws.close(1000)
         try:
             with cl.lock:
                 if rt.stopped.is_set() and rt.deleting:
