@@ -1,6 +1,7 @@
 /* clock.c — see clock.h. */
 #include "base/clock.h"
 
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +22,7 @@ int64_t epoch_ms(void)
 	return read_ms(CLOCK_REALTIME);
 }
 
-int sleep_ms(int64_t ms, volatile sig_atomic_t *cancel)
+int sleep_ms(int64_t ms, atomic_int *cancel)
 {
 	int64_t until = now_ms() + ms;
 	for (int64_t now = now_ms(); now < until; now = now_ms()) {

@@ -7,6 +7,7 @@
 #define KRMPOD_CLOCK_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Monotonic clock in milliseconds. */
@@ -23,6 +24,6 @@ static inline int64_t min64(int64_t a, int64_t b)
 
 /* Sleeps ms milliseconds, in slices of at most 20 ms, returning early (with the signal's
  * number) once *cancel is non-zero; cancel may be NULL. Returns 0 after a full sleep. */
-int sleep_ms(int64_t ms, volatile sig_atomic_t *cancel);
+int sleep_ms(int64_t ms, atomic_int *cancel);
 
 #endif

@@ -2,6 +2,7 @@
 #include "catalog/catalog_store.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,8 @@ struct catalog_store {
 	bool defaults_done;
 };
 
-void catalog_store_open(const struct settings *s, volatile sig_atomic_t *cancel,
-                        int64_t deadline_ms, struct catalog_store **out)
+void catalog_store_open(const struct settings *s, atomic_int *cancel, int64_t deadline_ms,
+                        struct catalog_store **out)
 {
 	struct catalog_store *st = xcalloc(1, sizeof(*st));
 	st->s = s;
@@ -335,7 +336,7 @@ int catalog_store_listed(struct catalog_store *st, const char *entry, const char
 	return rc;
 }
 
-int catalog_store_policy(const struct settings *s, volatile sig_atomic_t *cancel, bool with_images,
+int catalog_store_policy(const struct settings *s, atomic_int *cancel, bool with_images,
                          struct policy *p, struct err **err)
 {
 	if (s->policy_file) {

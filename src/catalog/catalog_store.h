@@ -22,6 +22,7 @@
 #define KRMPOD_CATALOG_STORE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,8 +38,8 @@ struct catalog_store;
 
 /* A store for the settings s (borrowed: they outlive the store). Fetches stop at deadline_ms
  * (now_ms clock, 0: none) and on *cancel. */
-void catalog_store_open(const struct settings *s, volatile sig_atomic_t *cancel,
-                        int64_t deadline_ms, struct catalog_store **out);
+void catalog_store_open(const struct settings *s, atomic_int *cancel, int64_t deadline_ms,
+                        struct catalog_store **out);
 void catalog_store_free(struct catalog_store *st);
 
 /* Loads one catalog a reference names, checking its pin; no trust check (for the admin's
@@ -67,7 +68,7 @@ int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struc
  * resolved for its shims (s->policy_file, KRMPOD_POLICY_FILE), else the settings' own, with
  * the admin's catalog images when the policy is `catalog` or `with_images` (fetched here,
  * until *cancel or s->start_timeout_ms from now). *p is cleared by policy_clear. */
-int catalog_store_policy(const struct settings *s, volatile sig_atomic_t *cancel, bool with_images,
+int catalog_store_policy(const struct settings *s, atomic_int *cancel, bool with_images,
                          struct policy *p, struct err **err);
 
 #endif

@@ -19,6 +19,7 @@
 #define KRMPOD_KUSTOMIZE_RUN_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,10 +33,10 @@
 struct kustomize_opts {
 	char *const *argv; /* argv[0] is looked up on envp's PATH */
 	char *const *envp;
-	int64_t deadline_ms;           /* now_ms() clock */
-	const char *deadline_name;     /* the setting to name when the deadline passes */
-	volatile sig_atomic_t *cancel; /* a signal number when the caller was signalled */
-	pid_t keep;                    /* a child of the caller's that is not kustomize's (the
+	int64_t deadline_ms;       /* now_ms() clock */
+	const char *deadline_name; /* the setting to name when the deadline passes */
+	atomic_int *cancel;        /* a signal number when the caller was signalled */
+	pid_t keep;                /* a child of the caller's that is not kustomize's (the
 	                                  prestart janitor): never waited for; 0 for none */
 	const char *dir; /* kustomize's working directory (the shims inherit it); NULL: ours */
 };

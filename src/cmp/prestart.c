@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ struct prestart {
 	bool pooling;
 	char *holder;
 	long long lease_until;
-	volatile sig_atomic_t stop_openers; /* set when generate is done: openers give up */
+	atomic_int stop_openers; /* set when generate is done: openers give up */
 };
 
 /* The render's leases on pool pods last to generate's deadline and this much more. */
@@ -214,7 +215,7 @@ static void start_opener(struct prestart *p, struct offer *o, struct json *creat
 {
 	o->owner = p;
 	o->created = created;
-	o->opener_started = pthread_create(&o->opener, NULL, open_when_started, o) == 0;
+	o->opener_started = signals_thread_start(&o->opener, open_when_started, o) == 0;
 	if (!o->opener_started) {
 		cleanup_free char *sock = prestart_offer_session_path(p->dir, o->key, o->pod);
 		cleanup_free char *none = fn_session_none_path(sock);

@@ -7,6 +7,7 @@
 #include "fn/fn_doctor.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -193,8 +194,7 @@ static void check_network_policies(struct report *r, struct kube_client *c, cons
 }
 
 /* The admin's catalogs (fetched, pins checked) and the image policy. */
-static void check_catalogs(struct report *r, const struct settings *s,
-                           volatile sig_atomic_t *cancel)
+static void check_catalogs(struct report *r, const struct settings *s, atomic_int *cancel)
 {
 	struct catalog_store *st = NULL;
 	catalog_store_open(s, cancel, now_ms() + 30000, &st);
@@ -249,8 +249,7 @@ static void check_cluster(struct report *r, struct kube_config *cfg, struct kube
 	check_network_policies(r, c, ns, s);
 }
 
-int fn_doctor(char *const *envp, FILE *out, volatile sig_atomic_t *cancel, unsigned *failed,
-              struct err **err)
+int fn_doctor(char *const *envp, FILE *out, atomic_int *cancel, unsigned *failed, struct err **err)
 {
 	struct report r = {.out = out};
 	struct settings s;

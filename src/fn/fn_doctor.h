@@ -7,13 +7,13 @@
 #define KRMPOD_FN_DOCTOR_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "base/err.h"
 
 /* Runs the checks with the settings of envp, writing the report to out; *failed counts the
  * FAIL lines. Fails (-1) only when the settings or credentials cannot be loaded. */
-int fn_doctor(char *const *envp, FILE *out, volatile sig_atomic_t *cancel, unsigned *failed,
-              struct err **err);
+int fn_doctor(char *const *envp, FILE *out, atomic_int *cancel, unsigned *failed, struct err **err);
 
 #endif

@@ -7,6 +7,7 @@
 #define KRMPOD_FN_GC_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,10 +17,10 @@
 #define FN_GC_DEFAULT_OLDER_THAN_MS 60000
 
 struct fn_gc_opts {
-	bool dry_run;                  /* list, delete nothing */
-	int64_t older_than_ms;         /* finished for at least this long */
-	FILE *out;                     /* one line per pod, then a summary */
-	volatile sig_atomic_t *cancel; /* stops the requests */
+	bool dry_run;          /* list, delete nothing */
+	int64_t older_than_ms; /* finished for at least this long */
+	FILE *out;             /* one line per pod, then a summary */
+	atomic_int *cancel;    /* stops the requests */
 };
 
 struct fn_gc_result {

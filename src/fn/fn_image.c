@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,8 +50,8 @@ static bool first_fallback(const struct settings *s, const char *image)
 	return fd >= 0 || errno != EEXIST;
 }
 
-int fn_image_resolve(const struct settings *s, struct fn_request *req,
-                     volatile sig_atomic_t *cancel, int64_t deadline_ms, struct err **err)
+int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
+                     int64_t deadline_ms, struct err **err)
 {
 	if (s->mode != FN_MODE_EXEC || req->exec_argv)
 		return 0;

@@ -11,6 +11,7 @@
 #define KRMPOD_FN_IMAGE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -24,7 +25,7 @@
  * an image only on the nodes), req stays in attach mode: said at info level the first time
  * for an image (a marker in the cache), at debug level after. Fails only for an image
  * whose config names nothing to run (ERR_CONFIG naming it). */
-int fn_image_resolve(const struct settings *s, struct fn_request *req,
-                     volatile sig_atomic_t *cancel, int64_t deadline_ms, struct err **err);
+int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
+                     int64_t deadline_ms, struct err **err);
 
 #endif

@@ -1,4 +1,6 @@
 /* fn_invoke.c — see fn_invoke.h. */
+#include <stdatomic.h>
+
 #include "fn/fn_invoke.h"
 
 #include "base/buf.h"
@@ -14,8 +16,8 @@
 #include "kube/kubeconfig.h"
 
 /* The image policy (catalog/policy.h), before any pod exists. */
-static int check_policy(const struct settings *s, const struct fn_request *req,
-                        volatile sig_atomic_t *cancel, struct err **err)
+static int check_policy(const struct settings *s, const struct fn_request *req, atomic_int *cancel,
+                        struct err **err)
 {
 	if (s->image_policy == IMAGE_POLICY_ANY && !s->require_digest && s->policy_file == NULL)
 		return 0;

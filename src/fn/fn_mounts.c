@@ -20,6 +20,7 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/signals.h"
 #include "base/xalloc.h"
 #include "pod/pod_mounts.h"
 #include "pod/pod_names.h"
@@ -179,9 +180,6 @@ struct writer {
 static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	mount_plan_write(w->plan, w->fd, &w->written, &w->err);
 	close(w->fd); /* EOF after the end marker: the attach then sends FF 00 */
 	return NULL;
@@ -208,7 +206,7 @@ static int transfer(struct fn_pod *p, const struct mount_plan *plan, int err_fd,
 		return err_wrap(err, "attach to the mounts helper of pod %s/%s", ns, pod);
 	}
 	struct writer w = {.plan = plan, .fd = fds[1]};
-	if (pthread_create(&w.thread, NULL, writer_main, &w) != 0) {
+	if (signals_thread_start(&w.thread, writer_main, &w) != 0) {
 		kube_stream_free(stream);
 		close(fds[0]);
 		close(fds[1]);

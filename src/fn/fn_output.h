@@ -12,6 +12,7 @@
 #define KRMPOD_FN_OUTPUT_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,7 +25,7 @@ struct fn_io {
 	int in_fd, out_fd, err_fd;
 	/* Set to a signal number by the front-end's handler: the run stops, deletes its pod
 	 * and fails with ERR_SIGNAL. */
-	volatile sig_atomic_t *cancel;
+	atomic_int *cancel;
 };
 
 /* The container of p ended before anything attached (st: its terminated state): all of its

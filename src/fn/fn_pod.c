@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ struct fn_pod {
 	const struct settings *s;
 	const struct fn_request *req;
 	const char *ns;
-	volatile sig_atomic_t *cancel;
+	atomic_int *cancel;
 	struct kube_client *client;
 	struct pod_watch *watch;
 	char *name;
@@ -58,7 +59,7 @@ struct fn_pod {
 };
 
 int fn_pod_open(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
-                volatile sig_atomic_t *cancel, struct fn_pod **out, struct err **err)
+                atomic_int *cancel, struct fn_pod **out, struct err **err)
 {
 	struct fn_pod *p = xcalloc(1, sizeof(*p));
 	p->cfg = cfg;

@@ -25,6 +25,7 @@
 #define KRMPOD_FN_POD_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,7 +44,7 @@ struct fn_pod;
  * deadlines start now: s->timeout_ms for the whole run, s->start_timeout_ms for the pod to
  * start. *cancel (a signal number when set) stops every wait and request. No pod yet. */
 int fn_pod_open(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
-                volatile sig_atomic_t *cancel, struct fn_pod **out, struct err **err);
+                atomic_int *cancel, struct fn_pod **out, struct err **err);
 
 /* Takes the pod from the first source that has one (above) and starts its watch. */
 int fn_pod_acquire(struct fn_pod *p, struct err **err);

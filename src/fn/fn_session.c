@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/proc.h"
+#include "base/signals.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "kube/kube_api.h"
@@ -263,7 +265,7 @@ static void session_free(struct fn_session *s)
 }
 
 int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, const char *sock_path,
-                    int64_t deadline_ms, volatile sig_atomic_t *cancel, struct fn_session **out,
+                    int64_t deadline_ms, atomic_int *cancel, struct fn_session **out,
                     struct err **err)
 {
 	struct fn_session *s = xcalloc(1, sizeof(*s));
@@ -305,12 +307,12 @@ int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, co
 		session_free(s);
 		return -1;
 	}
-	if (pthread_create(&s->stream_thread, NULL, stream_main, s) != 0) {
+	if (signals_thread_start(&s->stream_thread, stream_main, s) != 0) {
 		unlink(sock_path);
 		session_free(s);
 		return err_set(err, ERR_INTERNAL, "session with pod %s/%s: no thread", ns, pod);
 	}
-	if (pthread_create(&s->relay_thread, NULL, relay_main, s) != 0) {
+	if (signals_thread_start(&s->relay_thread, relay_main, s) != 0) {
 		close(s->to_agent); /* the stream ends */
 		s->to_agent = -1;
 		pthread_join(s->stream_thread, NULL);
@@ -373,9 +375,8 @@ static bool will_not_start(const struct pod_state *st)
 
 int fn_session_open_when_started(struct kube_config *cfg, const char *ns, const char *pod,
                                  const struct json *created, const char *sock_path,
-                                 int64_t deadline_ms, volatile sig_atomic_t *stop,
-                                 volatile sig_atomic_t *cancel, struct fn_session **out,
-                                 struct err **err)
+                                 int64_t deadline_ms, atomic_int *stop, atomic_int *cancel,
+                                 struct fn_session **out, struct err **err)
 {
 	struct pod_watch *w = NULL;
 	if (pod_watch_start(cfg, ns, pod, POD_CONTAINER_NAME, created, &w, err) < 0)
@@ -405,8 +406,7 @@ char *fn_session_none_path(const char *sock_path)
 	return xasprintf("%s.none", sock_path);
 }
 
-bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until,
-                      volatile sig_atomic_t *cancel)
+bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until, atomic_int *cancel)
 {
 	cleanup_free char *none = fn_session_none_path(sock_path);
 	for (;;) {

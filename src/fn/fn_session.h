@@ -13,6 +13,7 @@
 #define KRMPOD_FN_SESSION_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,7 +30,7 @@ extern const char *const fn_session_command[];
  * until deadline_ms), then listens at sock_path (mode 0600). cfg is borrowed. The stream
  * stops (the session is then not clean) when *cancel becomes non-zero (may be NULL). */
 int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, const char *sock_path,
-                    int64_t deadline_ms, volatile sig_atomic_t *cancel, struct fn_session **out,
+                    int64_t deadline_ms, atomic_int *cancel, struct fn_session **out,
                     struct err **err);
 
 /* For a pod just created (`created`, the create's answer; may be NULL): waits, with a watch
@@ -41,16 +42,14 @@ int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, co
  * Returns 0 with *out, 1, or -1 with *err. */
 int fn_session_open_when_started(struct kube_config *cfg, const char *ns, const char *pod,
                                  const struct json *created, const char *sock_path,
-                                 int64_t deadline_ms, volatile sig_atomic_t *stop,
-                                 volatile sig_atomic_t *cancel, struct fn_session **out,
-                                 struct err **err);
+                                 int64_t deadline_ms, atomic_int *stop, atomic_int *cancel,
+                                 struct fn_session **out, struct err **err);
 
 /* Shim side: for a pod offered with a session on its way (generate's janitor opens it once
  * the pod started), waits until the socket sock_path is there (true), or its marker
  * "SOCK.none" says there will be none, the janitor (janitor_pid) is gone, `until` (now_ms()
  * clock) passed or *cancel was set (false). */
-bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until,
-                      volatile sig_atomic_t *cancel);
+bool fn_session_await(const char *sock_path, long janitor_pid, int64_t until, atomic_int *cancel);
 
 /* The marker's path for sock_path (a new string). */
 char *fn_session_none_path(const char *sock_path);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,8 +144,7 @@ static char *claim_once(const char *dir, uint64_t key, bool *pending)
 	return pod;
 }
 
-char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until,
-                           volatile sig_atomic_t *cancel)
+char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until, atomic_int *cancel)
 {
 	/* An offer for this key still being created is worth the wait: it was started earlier
 	 * than any pod this shim could create now. */

@@ -26,6 +26,7 @@
 #define KRMPOD_PRESTART_OFFER_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,8 +34,7 @@
 /* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. While
  * an offer for key is still being created by a live janitor it waits, until `until`
  * (now_ms() clock) or *cancel. */
-char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until,
-                           volatile sig_atomic_t *cancel);
+char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until, atomic_int *cancel);
 
 /* Janitor side: writes the pending marker `path` holding this process's pid (atomically:
  * a shim never reads it half written). Best effort. */

@@ -2,6 +2,7 @@
 #include "kube/kube_api.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -129,7 +130,7 @@ int kube_api_pod_create(struct kube_client *c, const char *ns, const char *body,
 {
 	cleanup_free char *path = xasprintf(CORE "%s/pods?fieldValidation=Strict", ns);
 	cleanup_free char *id = create_id_of(body, len);
-	volatile sig_atomic_t *cancel = kube_client_get_cancel(c);
+	atomic_int *cancel = kube_client_get_cancel(c);
 	kube_client_set_cancel(c, NULL);
 	int rc;
 	for (int attempt = 0, unknown = 0;; attempt++) {

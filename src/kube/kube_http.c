@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ struct kube_client {
 	CURLM *multi;
 	char *base_url;                /* scheme://host:port[/prefix], host = tls_server_name */
 	struct curl_slist *connect_to; /* "name:port:realhost:port" when tls_server_name is set */
-	volatile sig_atomic_t *cancel;
+	atomic_int *cancel;
 	int64_t deadline_ms;
 	unsigned requests;
 	char errbuf[CURL_ERROR_SIZE];
@@ -415,12 +416,12 @@ void kube_client_wakeup(struct kube_client *c)
 	curl_multi_wakeup(c->multi); /* thread-safe (libcurl docs) */
 }
 
-void kube_client_set_cancel(struct kube_client *c, volatile sig_atomic_t *flag)
+void kube_client_set_cancel(struct kube_client *c, atomic_int *flag)
 {
 	c->cancel = flag;
 }
 
-volatile sig_atomic_t *kube_client_get_cancel(const struct kube_client *c)
+atomic_int *kube_client_get_cancel(const struct kube_client *c)
 {
 	return c->cancel;
 }

@@ -25,6 +25,7 @@
 #define KRMPOD_KUBE_HTTP_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -45,8 +46,8 @@ DEFINE_CLEANUP_FUNC(kube_client, struct kube_client, kube_client_free)
 /* Requests made with this client stop (ERR_SIGNAL, signo = *flag) as soon as *flag becomes
  * non-zero; NULL disables this. Set it to NULL before requests that must run during cleanup
  * (deleting the pod after SIGTERM). */
-void kube_client_set_cancel(struct kube_client *c, volatile sig_atomic_t *flag);
-volatile sig_atomic_t *kube_client_get_cancel(const struct kube_client *c);
+void kube_client_set_cancel(struct kube_client *c, atomic_int *flag);
+atomic_int *kube_client_get_cancel(const struct kube_client *c);
 
 /* Wakes the client's transfer loop at once (from any thread), so that a cancel flag set just
  * before is seen now instead of at the end of the current 50 ms slice. */

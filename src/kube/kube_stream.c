@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "base/signals.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "kube/kube_api.h"
@@ -67,7 +68,7 @@ struct kube_stream {
 	bool in_error;
 	int in_errno;
 	bool close_sent;
-	volatile bool stop_reader;
+	atomic_bool stop_reader;
 
 	struct kube_stream_result res;
 };
@@ -132,9 +133,6 @@ static bool put_slot(struct kube_stream *s, const void *data, size_t n)
 static void *reader_main(void *arg)
 {
 	struct kube_stream *s = arg;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	/* The prefix first (an exec-mode call's header), then in_fd. */
 	for (size_t off = 0; off < s->o.in_prefix_len;) {
 		size_t n = s->o.in_prefix_len - off;
@@ -485,7 +483,7 @@ static int open_stream(struct kube_stream *s, struct err **err)
 	if (!s->established)
 		return upgrade_failed(s, err);
 	if (s->o.in_fd >= 0) {
-		if (pthread_create(&s->reader, NULL, reader_main, s) != 0)
+		if (signals_thread_start(&s->reader, reader_main, s) != 0)
 			return err_set(err, ERR_INTERNAL, "stream: cannot start the stdin thread");
 		s->reader_started = true;
 	}

@@ -19,6 +19,7 @@
 #define KRMPOD_KUBE_STREAM_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,8 +48,8 @@ struct kube_stream_opts {
 	 * naming out_limit_name, the setting. */
 	uint64_t out_limit;
 	const char *out_limit_name;
-	volatile sig_atomic_t *cancel; /* stop with ERR_SIGNAL when *cancel != 0; may be NULL */
-	int64_t deadline_ms;           /* monotonic; 0 = none; ERR_TIMEOUT when passed */
+	atomic_int *cancel;  /* stop with ERR_SIGNAL when *cancel != 0; may be NULL */
+	int64_t deadline_ms; /* monotonic; 0 = none; ERR_TIMEOUT when passed */
 };
 
 struct kube_stream_result {

@@ -22,6 +22,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/signals.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "kube/kube_api.h"
@@ -46,7 +48,7 @@ struct pod_watch {
 	struct kube_client *client; /* the thread's */
 	struct pod_state cur;       /* the thread's working copy */
 	bool have_rv;               /* cur came from `initial` with a resourceVersion */
-	volatile sig_atomic_t stop; /* set by pod_watch_stop; the client's cancel flag */
+	atomic_int stop;            /* set by pod_watch_stop; the client's cancel flag */
 	pthread_t thread;
 
 	pthread_mutex_t lock;
@@ -686,15 +688,11 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
 		w->ev_from_create = true;
 	}
 
-	/* The thread inherits a mask that blocks every signal: SIGTERM and friends must land
-	 * on the main thread, whose handler sets the cancellation flag. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&w->thread, NULL, watch_main, w);
+	/* SIGTERM and friends must land on the main thread, whose handler sets the
+	 * cancellation flag */
+	int rc = signals_thread_start(&w->thread, watch_main, w);
 	if (rc == 0 && w->ev_client)
-		w->ev_thread_started = pthread_create(&w->ev_thread, NULL, events_main, w) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+		w->ev_thread_started = signals_thread_start(&w->ev_thread, events_main, w) == 0;
 	if (rc != 0) {
 		watch_free(w);
 		return err_set(err, ERR_INTERNAL, "cannot start the watch thread: %s",
@@ -727,7 +725,7 @@ void pod_watch_state(struct pod_watch *w, struct pod_state *out)
 }
 
 int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
-                   volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err)
+                   atomic_int *cancel, struct pod_state *out, struct err **err)
 {
 	int rc;
 	pthread_mutex_lock(&w->lock);

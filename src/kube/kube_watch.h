@@ -13,6 +13,7 @@
 #ifndef KRMPOD_KUBE_WATCH_H
 #define KRMPOD_KUBE_WATCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -89,7 +90,7 @@ int pod_watch_start(struct kube_config *cfg, const char *ns, const char *pod, co
  * `*cancel` becomes non-zero if cancel is not NULL (it polls it every 50 ms), and at once
  * (0) once the watch has ended because the pod is gone (out->deleted: nothing will change). */
 int pod_watch_wait(struct pod_watch *w, uint64_t seen_generation, int64_t deadline_ms,
-                   volatile sig_atomic_t *cancel, struct pod_state *out, struct err **err);
+                   atomic_int *cancel, struct pod_state *out, struct err **err);
 
 /* Copies the current state to *out, without waiting. */
 void pod_watch_state(struct pod_watch *w, struct pod_state *out);

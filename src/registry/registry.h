@@ -20,6 +20,7 @@
 #define KRMPOD_REGISTRY_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,7 +35,7 @@ struct registry_opts {
 	const char *auth_file; /* dockerconfigjson; NULL: anonymous only */
 	const char *cache_dir; /* content cache by sha256 (created when missing); NULL: none */
 	int64_t deadline_ms;   /* now_ms() clock; 0: none */
-	volatile sig_atomic_t *cancel;
+	atomic_int *cancel;
 	bool plain_http; /* tests only: speak http:// to registries */
 	/* KRMPOD_REGISTRY_MIRRORS: requests for references of registry `key` go to host
 	 * `value` (credentials are looked up for that host too). */
@@ -47,8 +48,8 @@ struct registry_opts {
 
 /* The options the settings give (KRMPOD_REGISTRY_CA, _AUTH, _MIRRORS, KRMPOD_CACHE_DIR),
  * borrowing from s. */
-void registry_opts_init(struct registry_opts *o, const struct settings *s,
-                        volatile sig_atomic_t *cancel, int64_t deadline_ms);
+void registry_opts_init(struct registry_opts *o, const struct settings *s, atomic_int *cancel,
+                        int64_t deadline_ms);
 
 /* An OCI reference: [REGISTRY/]REPOSITORY[:TAG][@sha256:HEX]. */
 struct oci_ref {

@@ -7,6 +7,7 @@
  * Docker manifest list) is resolved to its linux/amd64 manifest, for artifacts too. Every
  * manifest and blob is checked against its digest before it is used or cached.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,8 +273,8 @@ int registry_image_config(const struct registry_opts *o, const struct oci_ref *r
 	return rc;
 }
 
-void registry_opts_init(struct registry_opts *o, const struct settings *s,
-                        volatile sig_atomic_t *cancel, int64_t deadline_ms)
+void registry_opts_init(struct registry_opts *o, const struct settings *s, atomic_int *cancel,
+                        int64_t deadline_ms)
 {
 	*o = (struct registry_opts){.ca_file = s->registry_ca,
 	                            .auth_file = s->registry_auth,

@@ -4,6 +4,7 @@
  * and cancellation, streaming, limits, tls-server-name routing). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -402,7 +403,7 @@ TEST(connection_refused_is_err_net)
 	kube_config_free(cfg);
 }
 
-static volatile sig_atomic_t cancel_flag;
+static atomic_int cancel_flag;
 
 static void *cancel_later(void *arg)
 {

@@ -3,6 +3,7 @@
  * shims test it. */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ TEST(kustomize_run_never_reaps_the_kept_child)
 	pid_t keep = exited_child();
 	char *argv[] = {"/bin/sh", "-c", "sleep 0.2; echo done", NULL};
 	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-	volatile sig_atomic_t cancel = 0;
+	atomic_int cancel = 0;
 	struct kustomize_opts o = {.argv = argv,
 	                           .envp = envp,
 	                           .deadline_ms = now_ms() + 10000,

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1304,7 +1305,7 @@ TEST(https_get)
 	reg_stop(&r);
 }
 
-static volatile sig_atomic_t cancel_flag;
+static atomic_int cancel_flag;
 
 static void *cancel_later(void *arg)
 {
