@@ -161,8 +161,7 @@ static int read_header(int fd, struct buf *line, struct err **err)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return err_set(err, ERR_IO, "read the call header from stdin: %s",
-			               strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "read the call header from stdin");
 		if (n == 0)
 			return err_set(err, ERR_USAGE,
 			               "stdin ended before the call header's end (%zu bytes)",
@@ -341,8 +340,7 @@ static int wait_function(pid_t pid, int *status, struct err **err)
 		if (waitpid(pid, status, 0) == pid)
 			return 0;
 		if (errno != EINTR)
-			return err_set(err, ERR_INTERNAL, "wait for the function: %s",
-			               strerror(errno));
+			return err_set_sys(err, ERR_INTERNAL, errno, "wait for the function");
 	}
 }
 
@@ -399,7 +397,7 @@ static int relay_until_exit(pid_t pid, struct relay *out, struct relay *errr, in
 		                      {.fd = errr->from, .events = POLLIN}};
 		int pr = poll(p, 2, 50);
 		if (pr < 0 && errno != EINTR)
-			return err_set(err, ERR_INTERNAL, "poll: %s", strerror(errno));
+			return err_set_sys(err, ERR_INTERNAL, errno, "poll");
 		for (int i = 0; i < 2 && pr > 0; i++) {
 			struct relay *r = i == 0 ? out : errr;
 			if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
@@ -423,11 +421,11 @@ static int spawn_and_relay(const struct agent_call_header *h, const char *home, 
 {
 	int po[2], pe[2];
 	if (pipe2(po, O_CLOEXEC) < 0)
-		return err_set(err, ERR_INTERNAL, "pipe: %s", strerror(errno));
+		return err_set_sys(err, ERR_INTERNAL, errno, "pipe");
 	if (pipe2(pe, O_CLOEXEC) < 0) {
 		close(po[0]);
 		close(po[1]);
-		return err_set(err, ERR_INTERNAL, "pipe: %s", strerror(errno));
+		return err_set_sys(err, ERR_INTERNAL, errno, "pipe");
 	}
 	pid_t pid = fork();
 	if (pid == 0)
@@ -435,7 +433,7 @@ static int spawn_and_relay(const struct agent_call_header *h, const char *home, 
 	close(po[1]);
 	close(pe[1]);
 	struct relay out = {po[0], out_fd, 0, false}, errr = {pe[0], err_fd, 0, false};
-	int rc = pid < 0 ? err_set(err, ERR_INTERNAL, "fork: %s", strerror(errno))
+	int rc = pid < 0 ? err_set_sys(err, ERR_INTERNAL, errno, "fork")
 	                 : relay_until_exit(pid, &out, &errr, status, err);
 	if (out.from >= 0)
 		close(out.from);
@@ -467,8 +465,8 @@ static int run_call(const char *workdir, int wfd, const struct agent_call_header
 {
 	cleanup_free char *home = xasprintf("%s/call-XXXXXX", workdir);
 	if (mkdtemp(home) == NULL)
-		return err_set(err, ERR_IO, "cannot make the call's directory in %s: %s", workdir,
-		               strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "cannot make the call's directory in %s",
+		                   workdir);
 	long long oom_before = oom_kills();
 	int status = 0;
 	unsigned long long n_out = 0, n_err = 0;
@@ -515,8 +513,7 @@ int agent_call(const char *workdir, int in_fd, int out_fd, int err_fd, int *exit
 	cleanup_close int lock = -1;
 	int rc = 0;
 	if (wfd < 0)
-		rc = err_set(err, ERR_IO, "cannot open the work directory %s: %s", workdir,
-		             strerror(errno));
+		rc = err_set_sys(err, ERR_IO, errno, "cannot open the work directory %s", workdir);
 	if (rc == 0) {
 		lock = openat(wfd, AGENT_LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 		              0600);

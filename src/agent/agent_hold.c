@@ -25,13 +25,13 @@ int agent_hold(struct err **err)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return err_set(err, ERR_INTERNAL, "sigprocmask: %s", strerror(errno));
+		return err_set_sys(err, ERR_INTERNAL, errno, "sigprocmask");
 	for (;;) {
 		int sig = sigwaitinfo(&set, NULL);
 		if (sig < 0 && errno == EINTR)
 			continue;
 		if (sig < 0)
-			return err_set(err, ERR_INTERNAL, "sigwaitinfo: %s", strerror(errno));
+			return err_set_sys(err, ERR_INTERNAL, errno, "sigwaitinfo");
 		if (sig != SIGCHLD)
 			return 0;
 		/* Orphans of calls are re-parented to PID 1: reap them all. */
@@ -44,16 +44,16 @@ int agent_install_self(const char *dir, struct err **err)
 {
 	cleanup_close int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	if (in < 0)
-		return err_set(err, ERR_IO, "cannot read /proc/self/exe: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "cannot read /proc/self/exe");
 	cleanup_free char *tmp = xasprintf("%s/.%s.part", dir, AGENT_BINARY_NAME);
 	cleanup_free char *dst = xasprintf("%s/%s", dir, AGENT_BINARY_NAME);
 	cleanup_close int out =
 	        open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0700);
 	if (out < 0)
-		return err_set(err, ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "cannot create %s", tmp);
 	if (fd_copy_from_start(in, out, tmp, err) < 0)
 		return -1;
 	if (fchmod(out, 0555) < 0 || fsync(out) < 0 || rename(tmp, dst) < 0)
-		return err_set(err, ERR_IO, "cannot install %s: %s", dst, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "cannot install %s", dst);
 	return 0;
 }

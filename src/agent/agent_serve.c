@@ -47,7 +47,7 @@ static int spawn_call(struct serve *s)
 {
 	int pi[2], po[2], pe[2];
 	if (pipe2(pi, O_CLOEXEC) < 0)
-		return err_set(&s->failed, ERR_INTERNAL, "pipe: %s", strerror(errno));
+		return err_set_sys(&s->failed, ERR_INTERNAL, errno, "pipe");
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
 		int e = errno;
 		close(pi[0]);
@@ -160,8 +160,7 @@ static int finish_call(struct serve *s)
 	int status = 0;
 	while (waitpid(s->c.pid, &status, 0) < 0)
 		if (errno != EINTR)
-			return err_set(&s->failed, ERR_INTERNAL, "wait for krmpod call: %s",
-			               strerror(errno));
+			return err_set_sys(&s->failed, ERR_INTERNAL, errno, "wait for krmpod call");
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	char text[FRAME_EXIT_MAX];
 	int n = snprintf(text, sizeof(text), "%d", code);
@@ -218,7 +217,7 @@ int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, st
 		if (poll(p, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			err_set(err, ERR_INTERNAL, "poll: %s", strerror(errno));
+			err_set_sys(err, ERR_INTERNAL, errno, "poll");
 			abandon_call(&s);
 			return -1;
 		}

@@ -103,7 +103,7 @@ int buf_read_file(const char *path, size_t limit, const char *what, enum err_cod
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(err, code, "%s %s: %s", what, path, strerror(errno));
+		return err_set_sys(err, code, errno, "%s %s", what, path);
 	cleanup_buf struct buf b;
 	buf_init(&b, limit);
 	char chunk[8192];
@@ -112,7 +112,7 @@ int buf_read_file(const char *path, size_t limit, const char *what, enum err_cod
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return err_set(err, code, "read %s %s: %s", what, path, strerror(errno));
+			return err_set_sys(err, code, errno, "read %s %s", what, path);
 		if (n == 0)
 			break;
 		if (buf_append(&b, chunk, (size_t)n, what, err) < 0) {

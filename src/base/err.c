@@ -24,6 +24,20 @@ int err_set(struct err **err, enum err_code code, const char *fmt, ...)
 	return -1;
 }
 
+int err_set_sys(struct err **err, enum err_code code, int errnum, const char *fmt, ...)
+{
+	if (err == NULL)
+		return -1;
+	char text[ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	err_set(err, code, "%s: %s", text, strerror(errnum));
+	(*err)->sys_errno = errnum;
+	return -1;
+}
+
 int err_wrap(struct err **err, const char *fmt, ...)
 {
 	if (err == NULL)

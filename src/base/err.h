@@ -31,13 +31,22 @@ enum err_code {
 
 #define ERR_MSG_MAX 4096
 
+/* A finer cause than the code, decoded where the peer's answer is read (the one place that
+ * reads its words), for callers to branch on instead of the message text. */
+enum err_cause {
+	ERR_CAUSE_NONE = 0,
+	ERR_CAUSE_QUOTA, /* ERR_API: a ResourceQuota refused a create (kube_http.c) */
+};
+
 struct err {
 	enum err_code code;
 	int http_status; /* for ERR_API: the HTTP status (0 otherwise) */
 	char reason
-	        [64]; /* for ERR_API: the Status reason (NotFound, Forbidden...); for ERR_POD: the
+	        [64];  /* for ERR_API: the Status reason (NotFound, Forbidden...); for ERR_POD: the
 	                    cluster's reason (ErrImagePull, OOMKilled...) */
-	int signo;    /* for ERR_SIGNAL */
+	enum err_cause cause;
+	int signo;     /* for ERR_SIGNAL */
+	int sys_errno; /* for a failed system call (err_set_sys): its errno (0 otherwise) */
 	char msg[ERR_MSG_MAX];
 };
 
@@ -45,6 +54,12 @@ struct err {
  * message. Always returns -1 so callers can `return err_set(err, ...)`. */
 int err_set(struct err **err, enum err_code code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* err_set() for a failed system call: the message is the formatted text, ": " and
+ * strerror(errnum); err->sys_errno is errnum, for callers that branch on it (never on the
+ * text). Always returns -1. */
+int err_set_sys(struct err **err, enum err_code code, int errnum, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 
 /* Prefixes the existing message with formatted context and ": ". Keeps code and fields.
  * If *err is NULL (a callee forgot to set it), records an ERR_INTERNAL error naming the

@@ -35,14 +35,14 @@ int fd_write_all(int fd, const void *p, size_t n, const char *what, struct err *
 int fd_copy_from_start(int from, int to, const char *what, struct err **err)
 {
 	if (lseek(from, 0, SEEK_SET) < 0)
-		return err_set(err, ERR_IO, "rewind the held %s: %s", what, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "rewind the held %s", what);
 	char chunk[64 << 10];
 	for (;;) {
 		ssize_t n = read(from, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return err_set(err, ERR_IO, "read the held %s: %s", what, strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "read the held %s", what);
 		if (n == 0)
 			return 0;
 		if (fd_write_all(to, chunk, (size_t)n, what, err) < 0)
@@ -61,9 +61,9 @@ int tmp_file_make(const char *prefix, const char *what, char **path_out, struct 
 	char *path = xasprintf("%s/%s-XXXXXX", tmp_dir(), prefix);
 	int fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0) {
-		err_set(err, ERR_IO,
-		        "cannot make %s for %s (set TMPDIR to a writable directory): %s", path,
-		        what, strerror(errno));
+		err_set_sys(err, ERR_IO, errno,
+		            "cannot make %s for %s (set TMPDIR to a writable directory)", path,
+		            what);
 		free(path);
 		return -1;
 	}
@@ -78,9 +78,9 @@ int tmp_dir_make(const char *prefix, const char *what, char **out, struct err **
 {
 	char *path = xasprintf("%s/%s-XXXXXX", tmp_dir(), prefix);
 	if (mkdtemp(path) == NULL) {
-		err_set(err, ERR_IO,
-		        "cannot make %s for %s (set TMPDIR to a writable directory): %s", path,
-		        what, strerror(errno));
+		err_set_sys(err, ERR_IO, errno,
+		            "cannot make %s for %s (set TMPDIR to a writable directory)", path,
+		            what);
 		free(path);
 		return -1;
 	}
@@ -160,7 +160,7 @@ int fd_empty_dir(int dir, const char *keep, const char *what, struct err **err)
 {
 	int fd = dup(dir);
 	if (fd < 0)
-		return err_set(err, ERR_IO, "cannot read %s: %s", what, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "cannot read %s", what);
 	struct removal r = {what, NULL};
 	empty_at(fd, keep, 0, &r);
 	if (r.first == NULL)

@@ -216,8 +216,7 @@ static int write_file(const char *path, const struct buf *b, struct err **err)
 	if (fd < 0 || fd_write_all(fd, b->data, b->len, tmp, err) < 0 || rename(tmp, path) < 0) {
 		if (fd >= 0)
 			unlink(tmp);
-		return err_set(err, ERR_IO, "rewrite %s for the catalogs: %s", path,
-		               strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "rewrite %s for the catalogs", path);
 	}
 	return 0;
 }
@@ -373,7 +372,7 @@ static int run(struct apply *a, struct catalog_apply *out, struct err **err)
 		return -1;
 	char cwd[PATH_MAX];
 	if (realpath(".", cwd) == NULL)
-		return err_set(err, ERR_IO, "the working directory: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "the working directory");
 	if (!listed && a->resolved == 0) {
 		out->work_dir = xstrdup(cwd);
 		return 0;

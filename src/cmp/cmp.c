@@ -83,8 +83,8 @@ static int shim_dir_open(const struct cmp_settings *cs, struct shim_dir *d, stru
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
-		return err_set(err, ERR_IO, "cannot find krmpod's own path (/proc/self/exe): %s",
-		               strerror(errno));
+		return err_set_sys(err, ERR_IO, errno,
+		                   "cannot find krmpod's own path (/proc/self/exe)");
 	self[n] = '\0';
 	if (tmp_dir_make("krmpod-shim", "the shim's bin directory (or set KRMPOD_SHIM_DIR)",
 	                 &d->path, err) < 0)
@@ -92,7 +92,7 @@ static int shim_dir_open(const struct cmp_settings *cs, struct shim_dir *d, stru
 	d->made = true;
 	cleanup_free char *docker = xasprintf("%s/docker", d->path);
 	if (symlink(self, docker) < 0)
-		return err_set(err, ERR_IO, "symlink %s: %s", docker, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "symlink %s", docker);
 	return 0;
 }
 

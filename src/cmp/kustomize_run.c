@@ -120,7 +120,7 @@ static int spawn(const struct kustomize_opts *o, struct child *c, struct err **e
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return err_set(err, ERR_IO, "pipe for kustomize's output: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "pipe for kustomize's output");
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);

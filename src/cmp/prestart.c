@@ -554,7 +554,7 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
 		return 0;
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return err_set(err, ERR_IO, "prestart: pipe: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "prestart: pipe");
 	fflush(NULL);
 	p->janitor = fork();
 	if (p->janitor == 0) {
@@ -566,7 +566,7 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
 	if (p->janitor < 0) {
 		close(p->pipe_w);
 		p->janitor = 0;
-		return err_set(err, ERR_IO, "prestart: fork: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "prestart: fork");
 	}
 	return 0;
 }

@@ -23,17 +23,17 @@ static int copy_file(const char *src, const char *dst, mode_t mode, uint64_t *bu
 {
 	cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
-		return err_set(err, ERR_IO, "copy %s: %s", src, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "copy %s", src);
 	cleanup_close int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0777);
 	if (out < 0)
-		return err_set(err, ERR_IO, "copy to %s: %s", dst, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "copy to %s", dst);
 	char chunk[64 << 10];
 	for (;;) {
 		ssize_t n = read(in, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return err_set(err, ERR_IO, "read %s: %s", src, strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "read %s", src);
 		if (n == 0)
 			return 0;
 		if ((uint64_t)n > *budget)
@@ -54,7 +54,7 @@ static int copy_entry(const char *src, const char *dst, uint64_t *budget, struct
 {
 	struct stat st;
 	if (lstat(src, &st) < 0)
-		return err_set(err, ERR_IO, "copy %s: %s", src, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "copy %s", src);
 	if (S_ISDIR(st.st_mode))
 		return copy_dir(src, dst, budget, err);
 	if (S_ISREG(st.st_mode))
@@ -63,10 +63,10 @@ static int copy_entry(const char *src, const char *dst, uint64_t *budget, struct
 		char target[PATH_MAX];
 		ssize_t n = readlink(src, target, sizeof(target) - 1);
 		if (n < 0)
-			return err_set(err, ERR_IO, "readlink %s: %s", src, strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "readlink %s", src);
 		target[n] = '\0';
 		if (symlink(target, dst) < 0)
-			return err_set(err, ERR_IO, "symlink %s: %s", dst, strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "symlink %s", dst);
 		return 0;
 	}
 	return err_set(err, ERR_IO,
@@ -78,10 +78,10 @@ static int copy_entry(const char *src, const char *dst, uint64_t *budget, struct
 static int copy_dir(const char *src, const char *dst, uint64_t *budget, struct err **err)
 {
 	if (mkdir(dst, 0700) < 0 && errno != EEXIST)
-		return err_set(err, ERR_IO, "mkdir %s: %s", dst, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "mkdir %s", dst);
 	DIR *d = opendir(src);
 	if (d == NULL)
-		return err_set(err, ERR_IO, "read the directory %s: %s", src, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "read the directory %s", src);
 	int rc = 0;
 	struct dirent *e;
 	while (rc == 0 && (e = readdir(d)) != NULL) {

@@ -199,7 +199,7 @@ static int queue_stdin(int in_fd, struct buf *q, bool *in_done, uint64_t *sent, 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return 0;
 	if (n < 0)
-		return err_set(err, ERR_IO, "read stdin: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "read stdin");
 	char head[FRAME_HEADER];
 	if (n == 0) { /* EOF */
 		frame_header(FRAME_IN_END, 0, head);
@@ -262,7 +262,7 @@ static int session_pump(struct session_call *c, int fd, const struct buf *header
 			continue;
 		}
 		if (poll(pf, 2, left < 50 ? (int)left : 50) < 0 && errno != EINTR)
-			return err_set(err, ERR_INTERNAL, "poll: %s", strerror(errno));
+			return err_set_sys(err, ERR_INTERNAL, errno, "poll");
 		if (pf[1].revents && queue_stdin(in_fd, &q, &in_done, &c->res->bytes_in, err) < 0)
 			return err_wrap(err, "function %s: pod %s/%s: the render's session",
 			                fn_pod_request(p)->image, fn_pod_namespace(p),
@@ -270,11 +270,11 @@ static int session_pump(struct session_call *c, int fd, const struct buf *header
 		if (pf[0].revents & POLLOUT) {
 			ssize_t n = send(fd, q.data, q.len, MSG_NOSIGNAL);
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return err_set(
-				        err, ERR_NET,
-				        "function %s: pod %s/%s: the render's session is gone: %s",
+				return err_set_sys(
+				        err, ERR_NET, errno,
+				        "function %s: pod %s/%s: the render's session is gone",
 				        fn_pod_request(p)->image, fn_pod_namespace(p),
-				        fn_pod_name(p), strerror(errno));
+				        fn_pod_name(p));
 			if (n > 0) {
 				memmove(q.data, q.data + n, q.len - (size_t)n);
 				q.len -= (size_t)n;

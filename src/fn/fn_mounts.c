@@ -47,7 +47,7 @@ int fn_mounts_prepare(const struct fn_request *req, const struct settings *s,
 	}
 	char cwd[PATH_MAX];
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
-		return err_set(err, ERR_IO, "mounts: the working directory: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "mounts: the working directory");
 	return mount_plan_build(req, cwd, s->mount_max_bytes, out, err);
 }
 
@@ -195,7 +195,7 @@ static int transfer(struct fn_pod *p, const struct mount_plan *plan, int err_fd,
 	const char *pod = fn_pod_name(p);
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) < 0)
-		return err_set(err, ERR_IO, "mounts: pipe: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "mounts: pipe");
 	struct kube_stream_opts o = {.in_fd = fds[0], .out_fd = -1, .err_fd = err_fd};
 	struct kube_stream *stream = NULL;
 	if (fn_pod_attach(p, POD_MOUNTS_CONTAINER_NAME, true, &o, &stream, err) < 0) {

@@ -195,7 +195,7 @@ static int open_hold_file(const char *what, int *out, struct err **err)
 static bool attach_found_no_container(const struct kube_stream_result *res)
 {
 	return res->got_status && !res->status_success && res->bytes_out + res->bytes_err == 0 &&
-	       strstr(res->status_message, "not found") != NULL;
+	       res->status_no_container;
 }
 
 /* Attaches to the function container. Returns 1 with *stream, or 0 when the container had

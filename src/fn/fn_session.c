@@ -239,7 +239,7 @@ static int listen_at(const char *path, struct err **err)
 {
 	int fd = fd_unix_socket(path, true, 4);
 	if (fd < 0)
-		return err_set(err, ERR_IO, "listen at %s: %s", path, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "listen at %s", path);
 	if (chmod(path, 0600) < 0) {
 		int e = errno;
 		close(fd);
@@ -275,14 +275,14 @@ int fn_session_open(struct kube_config *cfg, const char *ns, const char *pod, co
 	s->pod = xasprintf("%s/%s", ns, pod);
 	int a[2], b[2];
 	if (pipe2(s->wake, O_CLOEXEC) < 0 || pipe2(a, O_CLOEXEC) < 0) {
-		err_set(err, ERR_INTERNAL, "pipe: %s", strerror(errno));
+		err_set_sys(err, ERR_INTERNAL, errno, "pipe");
 		session_free(s);
 		return -1;
 	}
 	s->agent_in = a[0];
 	s->to_agent = a[1];
 	if (pipe2(b, O_CLOEXEC) < 0) {
-		err_set(err, ERR_INTERNAL, "pipe: %s", strerror(errno));
+		err_set_sys(err, ERR_INTERNAL, errno, "pipe");
 		session_free(s);
 		return -1;
 	}

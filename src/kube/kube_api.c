@@ -304,6 +304,5 @@ int kube_api_version_get(struct kube_client *c, struct kube_version *out, struct
 
 bool kube_api_quota_full(const struct err *e)
 {
-	return e && e->code == ERR_API && e->http_status == 403 &&
-	       strstr(e->msg, "exceeded quota") != NULL;
+	return e && e->code == ERR_API && e->cause == ERR_CAUSE_QUOTA;
 }

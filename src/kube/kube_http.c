@@ -1,20 +1,13 @@
 /* kube_http.c — see kube_http.h.
  *
- * How transfers run: each client owns one CURL easy handle and one CURL multi handle, and
- * drives the transfer itself (curl_multi_perform + curl_multi_poll with a 50 ms timeout).
- * Between two polls it checks the cancel flag and the deadline, so a signal, a deadline or
- * pod_watch_stop() ends any transfer — a long idle watch included — within ~50 ms. (With
- * curl_easy_perform the progress callback runs only about once a second on an idle
- * connection.) The multi handle also holds the client's connection cache, so consecutive
- * requests of a client reuse one TLS connection.
- *
- * Time limits: connecting may take 10 s (or what is left before the deadline); a
- * non-streaming request may take 60 s (or what is left). Streams have no total limit of
- * their own (a watch ends by its timeoutSeconds; the caller sets a deadline around it) and
- * run with TCP keepalive so a dead peer is noticed.
- *
- * HTTP/1.1 is used throughout: one request at a time per client, and the same protocol the
- * attach path speaks.
+ * Transfers run on the engine of base/http_xfer.h (one easy and one multi handle per client,
+ * driven in 50 ms slices that check the cancel flag and the deadline; the retry policy per
+ * method). What is the API server's own here: the TLS and CONNECT_TO set-up of a
+ * kubeconfig, the bearer token (re-read once after a 401), Status errors, and the limits:
+ * connecting may take 10 s (or what is left before the deadline); a non-streaming request
+ * may take 60 s (or what is left). Streams have no total limit of their own (a watch ends by
+ * its timeoutSeconds; the caller sets a deadline around it) and run with TCP keepalive so a
+ * dead peer is noticed.
  */
 #include "kube/kube_http.h"
 
@@ -37,35 +30,30 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/http_util.h"
+#include "base/http_xfer.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 
-#ifndef KRMPOD_VERSION
-#define KRMPOD_VERSION "0.0.0-dev"
-#endif
-
-#define POLL_SLICE_MS      50    /* longest time between two checks of cancel/deadline */
 #define CONNECT_TIMEOUT_MS 10000 /* connecting (TCP + TLS) */
 #define REQUEST_TIMEOUT_MS 60000 /* a whole non-streaming request */
-#define MAX_RETRIES        5     /* retries after the first attempt (429, 5xx, connection) */
-#define RETRY_WAIT_CAP_MS  10000 /* longest single wait, Retry-After included */
-#define RETRY_BASE_MS      100   /* backoff without Retry-After: 100, 200, 400... ms */
 #define ERROR_QUOTE_MAX    512   /* bytes of a non-Status error body quoted in messages */
 #define ERROR_CAUSES_MAX   3     /* causes of a 400/422 added to the message */
 #define TCP_KEEPIDLE_S     30
 #define TCP_KEEPINTVL_S    10
 
+/* Retries after the first attempt (429, 5xx of idempotent methods, connection failures):
+ * 5, after Retry-After or 100, 200, 400... ms, each wait at most 10 s. */
+static const struct http_retry_policy RETRIES = {
+        .max_retries = 5, .base_ms = 100, .cap_ms = 10000, .longer_stands = false};
+
 struct kube_client {
 	struct kube_config *cfg; /* borrowed */
-	CURL *curl;
-	CURLM *multi;
+	struct http_engine eng;
+	struct http_stop stop;         /* the cancel flag and the deadline */
 	char *base_url;                /* scheme://host:port[/prefix], host = tls_server_name */
 	struct curl_slist *connect_to; /* "name:port:realhost:port" when tls_server_name is set */
-	atomic_int *cancel;
-	int64_t deadline_ms;
 	unsigned requests;
-	char errbuf[CURL_ERROR_SIZE];
 };
 
 /* One request as the caller asked for it. */
@@ -90,8 +78,6 @@ struct xfer {
 	bool body_too_big; /* the body passed LIMIT_API_BODY */
 	char retry_after[HTTP_RETRY_AFTER_MAX_LEN];
 };
-
-enum abort_reason { ABORT_NONE, ABORT_CANCEL, ABORT_DEADLINE };
 
 /* --- Errors ----------------------------------------------------------------------------- */
 
@@ -151,28 +137,6 @@ static void add_causes(struct buf *out, const struct json *status, const char *m
 	}
 }
 
-/* Quotes a body that is not a Status, cut to ERROR_QUOTE_MAX bytes on a UTF-8 boundary. */
-static void quote_body(struct buf *out, const char *body, size_t len)
-{
-	while (len > 0 && isspace((unsigned char)body[len - 1]))
-		len--;
-	if (len == 0) {
-		buf_puts(out, "(empty body)");
-		return;
-	}
-	size_t n = len;
-	if (n > ERROR_QUOTE_MAX) {
-		n = ERROR_QUOTE_MAX;
-		while (n > 0 && ((unsigned char)body[n] & 0xC0) == 0x80)
-			n--;
-	}
-	buf_putc(out, '"');
-	json_escape(out, body, n);
-	buf_putc(out, '"');
-	if (n < len)
-		buf_printf(out, " (%zu more bytes)", len - n);
-}
-
 int kube_status_error(const char *method, const char *path, long status, const char *body,
                       size_t body_len, struct err **err)
 {
@@ -199,13 +163,19 @@ int kube_status_error(const char *method, const char *path, long status, const c
 		buf_puts(&text, message);
 		if (status == 400 || status == 422)
 			add_causes(&text, st, message);
-	} else {
-		quote_body(&text, body, body_len);
+	} else if (!http_quote_body(&text, body, body_len, ERROR_QUOTE_MAX)) {
+		buf_puts(&text, "(empty body)");
 	}
 
+	/* A full ResourceQuota: the quota admission plugin's 403 Forbidden, which no field tells
+	 * from an RBAC refusal; its message says "exceeded quota" (k8s.io/apiserver's
+	 * resourcequota admission), so that is read here, once, into err->cause. */
+	const char *st_message = st ? json_str(json_get(st, "message")) : NULL;
+	bool quota = status == 403 && st_message && strstr(st_message, "exceeded quota") != NULL;
 	err_set(err, ERR_API, "%s %s: %s", method, path, text.data);
 	if (err) {
 		(*err)->http_status = (int)status;
+		(*err)->cause = quota ? ERR_CAUSE_QUOTA : ERR_CAUSE_NONE;
 		snprintf((*err)->reason, sizeof((*err)->reason), "%s",
 		         reason ? reason : kube_status_reason(status));
 	}
@@ -280,7 +250,7 @@ static int set_blob(CURL *curl, CURLoption opt, const char *data, size_t len, co
 static int setup_tls(struct kube_client *c, struct err **err)
 {
 	struct kube_config *cfg = c->cfg;
-	CURL *curl = c->curl;
+	CURL *curl = c->eng.curl;
 	const char *ca_pem, *ca_file;
 	size_t ca_len;
 	kube_config_ca(cfg, &ca_pem, &ca_len, &ca_file);
@@ -350,24 +320,15 @@ int kube_client_new(struct kube_config *cfg, struct kube_client **out, struct er
 		return -1;
 	struct kube_client *c = xcalloc(1, sizeof(*c));
 	c->cfg = cfg;
-	c->curl = curl_easy_init();
-	c->multi = curl_multi_init();
-	if (c->curl == NULL || c->multi == NULL) {
+	if (http_engine_init(&c->eng, "https,http", on_write, on_header, err) < 0) {
 		kube_client_free(c);
-		return err_set(err, ERR_INTERNAL, "cannot create a curl handle");
+		return -1;
 	}
-	CURL *curl = c->curl;
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "krmpod/" KRMPOD_VERSION);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, c->errbuf);
-	curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https,http");
+	CURL *curl = c->eng.curl;
 	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, (long)TCP_KEEPIDLE_S);
 	curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, (long)TCP_KEEPINTVL_S);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
 	setup_url(c);
 	if (setup_tls(c, err) < 0) {
 		kube_client_free(c);
@@ -386,10 +347,7 @@ void kube_client_free(struct kube_client *c)
 {
 	if (c == NULL)
 		return;
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
-	if (c->multi)
-		curl_multi_cleanup(c->multi);
+	http_engine_clear(&c->eng);
 	curl_slist_free_all(c->connect_to);
 	free(c->base_url);
 	free(c);
@@ -413,22 +371,22 @@ int kube_parse_time(const char *text, time_t *out)
 
 void kube_client_wakeup(struct kube_client *c)
 {
-	curl_multi_wakeup(c->multi); /* thread-safe (libcurl docs) */
+	curl_multi_wakeup(c->eng.multi); /* thread-safe (libcurl docs) */
 }
 
 void kube_client_set_cancel(struct kube_client *c, atomic_int *flag)
 {
-	c->cancel = flag;
+	c->stop.cancel = flag;
 }
 
 atomic_int *kube_client_get_cancel(const struct kube_client *c)
 {
-	return c->cancel;
+	return c->stop.cancel;
 }
 
 void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ms)
 {
-	c->deadline_ms = deadline_ms;
+	c->stop.deadline_ms = deadline_ms;
 }
 
 unsigned kube_client_requests(const struct kube_client *c)
@@ -437,97 +395,6 @@ unsigned kube_client_requests(const struct kube_client *c)
 }
 
 /* --- Running one exchange ----------------------------------------------------------------- */
-
-/* Fails with ERR_SIGNAL / ERR_TIMEOUT if the client was cancelled or its deadline passed. */
-static int check_stop(struct kube_client *c, const struct req *r, struct err **err)
-{
-	if (c->cancel && *c->cancel) {
-		int signo = *c->cancel;
-		err_set(err, ERR_SIGNAL, "%s %s: interrupted by signal %d", r->method, r->path,
-		        signo);
-		if (err)
-			(*err)->signo = signo;
-		return -1;
-	}
-	if (c->deadline_ms && now_ms() >= c->deadline_ms)
-		return err_set(err, ERR_TIMEOUT, "%s %s: the deadline passed", r->method, r->path);
-	return 0;
-}
-
-/* Runs the transfer set up on c->curl to its end, or until cancellation or the deadline. */
-static CURLcode run_transfer(struct kube_client *c, enum abort_reason *abort_reason)
-{
-	*abort_reason = ABORT_NONE;
-	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
-		return CURLE_FAILED_INIT;
-	CURLcode result = CURLE_OK;
-	for (;;) {
-		int running = 0;
-		CURLMcode mc = curl_multi_perform(c->multi, &running);
-		if (mc != CURLM_OK) {
-			snprintf(c->errbuf, sizeof(c->errbuf), "%s", curl_multi_strerror(mc));
-			result = CURLE_RECV_ERROR;
-			break;
-		}
-		if (running == 0) {
-			int left = 0;
-			CURLMsg *msg;
-			result = CURLE_GOT_NOTHING;
-			while ((msg = curl_multi_info_read(c->multi, &left)) != NULL)
-				if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->curl)
-					result = msg->data.result;
-			break;
-		}
-		if (c->cancel && *c->cancel) {
-			*abort_reason = ABORT_CANCEL;
-			break;
-		}
-		int timeout = POLL_SLICE_MS;
-		if (c->deadline_ms) {
-			int64_t left = c->deadline_ms - now_ms();
-			if (left <= 0) {
-				*abort_reason = ABORT_DEADLINE;
-				break;
-			}
-			if (left < timeout)
-				timeout = (int)left;
-		}
-		mc = curl_multi_poll(c->multi, NULL, 0, timeout, NULL);
-		if (mc != CURLM_OK) {
-			snprintf(c->errbuf, sizeof(c->errbuf), "%s", curl_multi_strerror(mc));
-			result = CURLE_RECV_ERROR;
-			break;
-		}
-	}
-	curl_multi_remove_handle(c->multi, c->curl);
-	return result;
-}
-
-/* Connection-level failures after which the request may be sent again. `sent` failures
- * (the request may have reached the server) only count for idempotent methods. */
-static bool conn_retryable(CURLcode rc, bool idempotent)
-{
-	switch (rc) {
-	case CURLE_COULDNT_CONNECT:
-		return true; /* nothing was sent */
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return idempotent;
-	default:
-		return false;
-	}
-}
-
-static bool idempotent(const char *method)
-{
-	return strcmp(method, "GET") == 0 || strcmp(method, "DELETE") == 0 ||
-	       strcmp(method, "HEAD") == 0;
-}
 
 static long min_long(long a, long b)
 {
@@ -551,7 +418,7 @@ static void setup_transfer(struct kube_client *c, const struct req *r, const cha
 		*headers = curl_slist_append(*headers, auth);
 	}
 	cleanup_free char *url = xasprintf("%s%s", c->base_url, r->path);
-	CURL *curl = c->curl;
+	CURL *curl = c->eng.curl;
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, *headers);
 	if (r->body) {
@@ -562,7 +429,8 @@ static void setup_transfer(struct kube_client *c, const struct req *r, const cha
 	}
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST,
 	                 strcmp(r->method, r->body ? "POST" : "GET") == 0 ? NULL : r->method);
-	long left = c->deadline_ms ? (long)(c->deadline_ms - now_ms()) : REQUEST_TIMEOUT_MS;
+	long left =
+	        c->stop.deadline_ms ? (long)(c->stop.deadline_ms - now_ms()) : REQUEST_TIMEOUT_MS;
 	if (left < 1)
 		left = 1;
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, min_long(CONNECT_TIMEOUT_MS, left));
@@ -570,17 +438,16 @@ static void setup_transfer(struct kube_client *c, const struct req *r, const cha
 	                 r->stream ? 0L : min_long(REQUEST_TIMEOUT_MS, left));
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, x);
-	c->errbuf[0] = '\0';
 }
 
 /* What a finished transfer means (attempt()); ms is how long it took. */
 static int transfer_result(struct kube_client *c, const struct req *r, struct xfer *x, CURLcode rc,
-                           enum abort_reason why, long ms, bool *retry, struct err **err)
+                           bool stopped, long ms, bool *retry, struct err **err)
 {
-	if (why != ABORT_NONE) {
-		log_debug("%s %s -> %s after %ld ms", r->method, r->path,
-		          why == ABORT_CANCEL ? "cancelled" : "deadline", ms);
-		if (check_stop(c, r, err) < 0)
+	if (stopped) {
+		log_debug("%s %s -> stopped (cancel or deadline) after %ld ms", r->method, r->path,
+		          ms);
+		if (http_check_stop(&c->stop, r->method, r->path, err) < 0)
 			return -1;
 		return err_set(err, ERR_INTERNAL, "%s %s: transfer aborted", r->method, r->path);
 	}
@@ -600,14 +467,12 @@ static int transfer_result(struct kube_client *c, const struct req *r, struct xf
 		log_debug("%s %s -> %ld in %ld ms", r->method, r->path, x->status, ms);
 		return 0;
 	}
-	size_t n = strlen(c->errbuf);
-	while (n > 0 && isspace((unsigned char)c->errbuf[n - 1]))
-		c->errbuf[--n] = '\0'; /* mbedTLS messages may end in a newline */
-	const char *detail = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+	const char *detail = http_engine_detail(&c->eng, rc);
 	log_debug("%s %s -> error after %ld ms: %s", r->method, r->path, ms, detail);
-	if (rc == CURLE_OPERATION_TIMEDOUT && check_stop(c, r, err) < 0)
+	if (rc == CURLE_OPERATION_TIMEDOUT &&
+	    http_check_stop(&c->stop, r->method, r->path, err) < 0)
 		return -1;
-	*retry = conn_retryable(rc, idempotent(r->method));
+	*retry = http_failure_retryable(r->method, rc);
 	if (x->status != 0 && r->stream)
 		return err_set(err, ERR_NET, "%s %s: the stream broke: %s", r->method, r->path,
 		               detail);
@@ -622,7 +487,7 @@ static int attempt(struct kube_client *c, const struct req *r, bool reread_token
                    bool *retry, struct err **err)
 {
 	*retry = false;
-	if (check_stop(c, r, err) < 0)
+	if (http_check_stop(&c->stop, r->method, r->path, err) < 0)
 		return -1;
 	cleanup_free char *token = NULL;
 	if (kube_config_token(c->cfg, reread_token, &token, err) < 0)
@@ -631,70 +496,14 @@ static int attempt(struct kube_client *c, const struct req *r, bool reread_token
 	setup_transfer(c, r, token, x, &headers);
 	c->requests++;
 	int64_t t0 = now_ms();
-	enum abort_reason why;
-	CURLcode rc = run_transfer(c, &why);
+	bool stopped;
+	CURLcode rc = http_engine_run(&c->eng, &c->stop, &stopped);
 	long ms = (long)(now_ms() - t0);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(c->eng.curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c->eng.curl, CURLOPT_POSTFIELDS, NULL);
 	if (x->status == 0)
-		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &x->status);
-	return transfer_result(c, r, x, rc, why, ms, retry, err);
-}
-
-/* Waits `ms` in POLL_SLICE_MS slices, failing early on cancellation. */
-static int retry_wait(struct kube_client *c, const struct req *r, int64_t ms, struct err **err)
-{
-	int64_t until = now_ms() + ms;
-	for (;;) {
-		if (check_stop(c, r, err) < 0)
-			return -1;
-		int64_t left = until - now_ms();
-		if (left <= 0)
-			return 0;
-		if (left > POLL_SLICE_MS)
-			left = POLL_SLICE_MS;
-		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)left * 1000000};
-		nanosleep(&ts, NULL);
-	}
-}
-
-/* Whether a wait of `ms` ends before the deadline. */
-static bool fits_deadline(const struct kube_client *c, int64_t ms)
-{
-	return c->deadline_ms == 0 || now_ms() + ms < c->deadline_ms;
-}
-
-static int64_t backoff_ms(int retries)
-{
-	int64_t ms = (int64_t)RETRY_BASE_MS << retries;
-	return ms > RETRY_WAIT_CAP_MS ? RETRY_WAIT_CAP_MS : ms;
-}
-
-/* After a 429 or 5xx answer: waits for the retry (Retry-After, else the backoff) and
- * returns 1, or 0 when it is not retried (too many retries, or the deadline comes first),
- * or -1 when the wait was cancelled. */
-static int retry_status(struct kube_client *c, const struct req *r, const struct xfer *x,
-                        int retries, struct err **err)
-{
-	if ((x->status != 429 && (x->status < 500 || x->status > 599)) || retries >= MAX_RETRIES)
-		return 0;
-	/* A 5xx may come after the server applied the request: a POST or PATCH is not sent
-	 * again (429 is refused before any work, so it is). Its caller knows how to find out. */
-	if (x->status != 429 && !idempotent(r->method))
-		return 0;
-	int64_t hinted = http_retry_after_ms(x->retry_after, time(NULL));
-	int64_t wait = hinted >= 0 ? hinted : backoff_ms(retries);
-	if (wait > RETRY_WAIT_CAP_MS)
-		wait = RETRY_WAIT_CAP_MS;
-	if (!fits_deadline(c, wait)) {
-		log_info("%s %s: %ld %s; not retrying: the deadline comes first", r->method,
-		         r->path, x->status, http_status_phrase(x->status));
-		return 0;
-	}
-	log_info("%s %s: %ld %s; retrying in %lld ms%s (retry %d of %d)", r->method, r->path,
-	         x->status, http_status_phrase(x->status), (long long)wait,
-	         hinted >= 0 ? " (Retry-After)" : "", retries + 1, MAX_RETRIES);
-	return retry_wait(c, r, wait, err) < 0 ? -1 : 1;
+		curl_easy_getinfo(c->eng.curl, CURLINFO_RESPONSE_CODE, &x->status);
+	return transfer_result(c, r, x, rc, stopped, ms, retry, err);
 }
 
 /* Sends r with the retries described in the header. On return x holds the last answer. */
@@ -703,7 +512,7 @@ static int do_request(struct kube_client *c, const struct req *r, struct xfer *x
 {
 	bool reread_token = false, token_retried = false;
 	int retries = 0;
-	x->curl = c->curl;
+	x->curl = c->eng.curl;
 	x->req = r;
 	if (out_status)
 		*out_status = 0;
@@ -717,16 +526,15 @@ static int do_request(struct kube_client *c, const struct req *r, struct xfer *x
 		int rc = attempt(c, r, reread_token, x, &retry, &e);
 		reread_token = false;
 		if (rc < 0) {
-			if (retry && !r->stream && retries < MAX_RETRIES) {
-				int64_t wait = backoff_ms(retries);
-				if (fits_deadline(c, wait)) {
-					log_info("%s; retrying in %lld ms (retry %d of %d)", e->msg,
-					         (long long)wait, retries + 1, MAX_RETRIES);
-					if (retry_wait(c, r, wait, err) < 0)
-						return -1;
-					retries++;
-					continue;
-				}
+			int64_t wait = retry && !r->stream
+			                       ? http_retry_wait_ms(&RETRIES, &c->stop, r->method,
+			                                            r->path, 0, "", e->msg, retries)
+			                       : -1;
+			if (wait >= 0) {
+				if (http_wait(&c->stop, r->method, r->path, wait, err) < 0)
+					return -1;
+				retries++;
+				continue;
 			}
 			if (err) {
 				*err = e;
@@ -744,10 +552,11 @@ static int do_request(struct kube_client *c, const struct req *r, struct xfer *x
 			reread_token = token_retried = true;
 			continue;
 		}
-		int again = retry_status(c, r, x, retries, err);
-		if (again < 0)
-			return -1;
-		if (again) {
+		int64_t wait = http_retry_wait_ms(&RETRIES, &c->stop, r->method, r->path, x->status,
+		                                  x->retry_after, NULL, retries);
+		if (wait >= 0) {
+			if (http_wait(&c->stop, r->method, r->path, wait, err) < 0)
+				return -1;
 			retries++;
 			continue;
 		}

@@ -557,6 +557,7 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 		         s->demux.st.reason);
 		snprintf(s->res.status_message, sizeof(s->res.status_message), "%s",
 		         s->demux.st.message);
+		s->res.status_no_container = s->demux.st.no_container;
 		s->res.exit_code = s->demux.st.exit_code;
 	}
 	*res = s->res;

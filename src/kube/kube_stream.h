@@ -58,6 +58,7 @@ struct kube_stream_result {
 	bool status_success;                     /* its status was "Success" */
 	char status_reason[64];
 	char status_message[1024];
+	bool status_no_container; /* the Status says no such container runs (ws_frame.h) */
 	int exit_code; /* exec only: from a NonZeroExitCode Status (0 on Success; -1 unknown) */
 	char *prefix;  /* captured output prefix (owned; free with kube_stream_result_clear) */
 	size_t prefix_len;

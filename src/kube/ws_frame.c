@@ -25,6 +25,7 @@ void ws_status_decode(const char *text, size_t len, struct ws_status *st)
 {
 	st->got = true;
 	st->success = false;
+	st->no_container = false;
 	st->exit_code = -1;
 	cleanup_json struct json *j = NULL;
 	/* Not a Status object (YAML also reads a bare word): the text itself is the message. */
@@ -43,6 +44,8 @@ void ws_status_decode(const char *text, size_t len, struct ws_status *st)
 		st->exit_code = 0;
 		return;
 	}
+	st->no_container =
+	        strcmp(st->reason, "NotFound") == 0 || strstr(st->message, "not found") != NULL;
 	if (strcmp(st->reason, "NonZeroExitCode") == 0) {
 		const struct json *causes = json_path(j, "details.causes");
 		for (size_t i = 0; i < json_len(causes); i++) {

@@ -31,6 +31,10 @@ struct ws_status {
 	char reason[64];
 	char message[1024];
 	int exit_code; /* from NonZeroExitCode causes (exec); 0 on Success; -1 unknown */
+	/* A failure because the kubelet found no such container running (it ended before the
+	 * attach, or has not started): reason NotFound, or a message that says "not found"
+	 * (the kubelet's "container not found", which comes as an InternalError). */
+	bool no_container;
 };
 
 struct ws_demux {

@@ -289,8 +289,8 @@ static int plan_source(struct walk *w, const struct fn_mount *m, const char *roo
 		        m->spec, m->source, root_real);
 	char real[PATH_MAX];
 	if (realpath(m->source, real) == NULL)
-		return err_set(w->err, ERR_USAGE, "--mount %s: the source %s: %s", m->spec,
-		               m->source, strerror(errno));
+		return err_set_sys(w->err, ERR_USAGE, errno, "--mount %s: the source %s", m->spec,
+		                   m->source);
 	size_t rn = strlen(root_real);
 	bool inside = strcmp(root_real, "/") == 0 ||
 	              (strncmp(real, root_real, rn) == 0 && (real[rn] == '\0' || real[rn] == '/'));
@@ -381,11 +381,11 @@ int mount_plan_build(const struct fn_request *req, const char *root, int64_t max
 		return 0;
 	char root_real[PATH_MAX];
 	if (realpath(root, root_real) == NULL)
-		return err_set(err, ERR_IO, "mounts: the kustomization directory %s: %s", root,
-		               strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "mounts: the kustomization directory %s",
+		                   root);
 	cleanup_close int root_fd = open(root_real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0)
-		return err_set(err, ERR_IO, "mounts: open %s: %s", root_real, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "mounts: open %s", root_real);
 
 	struct mount_plan *p = xcalloc(1, sizeof(*p));
 	p->srcs = xcalloc(binds, sizeof(*p->srcs));
@@ -468,7 +468,7 @@ static int send_bytes(struct sender *snd, const void *data, size_t n, struct err
 		if (w < 0 && errno == EPIPE) /* ERR_NET: the stream ended, see fn_mounts.c */
 			return err_set(err, ERR_NET, "send the mounts: the receiving side closed");
 		if (w < 0)
-			return err_set(err, ERR_IO, "send the mounts: %s", strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "send the mounts");
 		p += w;
 		n -= (size_t)w;
 		snd->written += (uint64_t)w;
@@ -504,8 +504,8 @@ static int open_item(const struct src *s, const struct item *it, struct err **er
 		p += n + 1;
 	}
 	if (fd < 0)
-		err_set(err, ERR_IO, "--mount %s: %s/%s changed while being sent: %s", s->spec,
-		        s->root_rel, it->rel, strerror(errno));
+		err_set_sys(err, ERR_IO, errno, "--mount %s: %s/%s changed while being sent",
+		            s->spec, s->root_rel, it->rel);
 	return fd;
 }
 

@@ -254,8 +254,8 @@ static int read_exact(struct tar_reader *r, void *buf, size_t n, const char *wha
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
-			return err_set(err, ERR_IO, "tar: read %s at byte %llu: %s", what,
-			               (unsigned long long)r->offset, strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "tar: read %s at byte %llu", what,
+			                   (unsigned long long)r->offset);
 		if (k == 0)
 			return err_set(
 			        err, ERR_IO,

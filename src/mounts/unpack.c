@@ -105,7 +105,7 @@ static int open_parent(struct unpacker *u, unsigned index, const char *rest, con
 		return -1;
 	int fd = dup(base);
 	if (fd < 0)
-		return err_set(err, ERR_IO, "dup: %s", strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "dup");
 	const char *p = rest;
 	for (;;) {
 		size_t n = strcspn(p, "/");
@@ -185,16 +185,15 @@ static int make_file(struct unpacker *u, unsigned index, const char *rest,
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0)
-				return err_set(err, ERR_IO, "entry %u/%s: write: %s", index, rest,
-				               strerror(errno));
+				return err_set_sys(err, ERR_IO, errno, "entry %u/%s: write", index,
+				                   rest);
 			off += w;
 		}
 	}
 	u->st.bytes += e->size;
 	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = e->mtime}};
 	if (fchmod(fd, e->mode & 0777) < 0 || futimens(fd, ts) < 0)
-		return err_set(err, ERR_IO, "entry %u/%s: chmod/utime: %s", index, rest,
-		               strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "entry %u/%s: chmod/utime", index, rest);
 	return 0;
 }
 
@@ -231,8 +230,8 @@ static int fix_dirs(struct unpacker *u, struct err **err)
 		        openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = d->mtime}};
 		if (fd < 0 || fchmod(fd, d->mode) < 0 || futimens(fd, ts) < 0)
-			return err_set(err, ERR_IO, "directory %u/%s: chmod/utime: %s", d->index,
-			               d->rest, strerror(errno));
+			return err_set_sys(err, ERR_IO, errno, "directory %u/%s: chmod/utime",
+			                   d->index, d->rest);
 	}
 	return 0;
 }
@@ -272,7 +271,7 @@ int unpack_tar(int in_fd, const char *dir, int64_t max_bytes, struct unpack_stat
 		u.index_fd[i] = -1;
 	u.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (u.dir_fd < 0)
-		return err_set(err, ERR_USAGE, "unpack: cannot open %s: %s", dir, strerror(errno));
+		return err_set_sys(err, ERR_USAGE, errno, "unpack: cannot open %s", dir);
 	u.chunk = xmalloc(COPY_CHUNK);
 	int rc = run(&u, in_fd, err);
 	if (rc < 0)

@@ -97,12 +97,12 @@ static int write_object(const char *sub, const char *path, const char *hex, cons
 	cleanup_free char *tmp = xasprintf("%s/" TMP_PREFIX "%.16s-XXXXXX", sub, hex);
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
-		return err_set(err, ERR_IO, "create %s: %s", tmp, strerror(errno));
+		return err_set_sys(err, ERR_IO, errno, "create %s", tmp);
 	int rc = fd_write_all(fd, data, len, tmp, err);
 	if (close(fd) < 0 && rc == 0)
-		rc = err_set(err, ERR_IO, "close %s: %s", tmp, strerror(errno));
+		rc = err_set_sys(err, ERR_IO, errno, "close %s", tmp);
 	if (rc == 0 && rename(tmp, path) < 0)
-		rc = err_set(err, ERR_IO, "rename %s to %s: %s", tmp, path, strerror(errno));
+		rc = err_set_sys(err, ERR_IO, errno, "rename %s to %s", tmp, path);
 	if (rc < 0)
 		unlink(tmp);
 	return rc;

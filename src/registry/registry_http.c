@@ -1,10 +1,10 @@
 /* registry_http.c — see registry_http.h.
  *
- * Like kube_http.c, each client owns one CURL easy handle and one multi handle and drives
- * the transfer itself (curl_multi_perform + curl_multi_poll in 50 ms slices), checking the
- * cancel flag and the deadline between two polls. Connecting may take 10 s and a whole
- * request 5 minutes (or what is left before the deadline); a transfer that moves no byte
- * for 30 s is dropped.
+ * Transfers run on the engine of base/http_xfer.h, as the API server's client does (one
+ * easy and one multi handle per client, 50 ms slices that check the cancel flag and the
+ * deadline, the retry policy per method). Connecting may take 10 s and a whole request 5
+ * minutes (or what is left before the deadline); a transfer that moves no byte for 30 s is
+ * dropped.
  */
 #include "registry/registry_http.h"
 
@@ -21,31 +21,27 @@
 
 #include "base/clock.h"
 #include "base/http_util.h"
+#include "base/http_xfer.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 
-#ifndef KRMPOD_VERSION
-#define KRMPOD_VERSION "0.0.0-dev"
-#endif
-
-#define POLL_SLICE_MS      50     /* longest time between two checks of cancel/deadline */
 #define CONNECT_TIMEOUT_MS 10000  /* connecting (TCP + TLS) */
 #define REQUEST_TIMEOUT_MS 300000 /* a whole request */
 #define STALL_SECONDS      30L    /* a transfer that moves no byte this long is dropped */
 #define MAX_REDIRECTS      5L
-#define ERROR_QUOTE_MAX    512  /* bytes of an error body quoted in messages */
-#define ERRORS_NAMED_MAX   3    /* entries of a distribution "errors" list in messages */
-#define MAX_RETRIES        3    /* retries of a GET answered 429 or 5xx */
-#define RETRY_BASE_MS      200  /* backoff without Retry-After: 200, 400, 800 ms */
-#define RETRY_WAIT_CAP_MS  5000 /* a longer wait (Retry-After) is not waited: the answer stands */
+#define ERROR_QUOTE_MAX    512 /* bytes of an error body quoted in messages */
+#define ERRORS_NAMED_MAX   3   /* entries of a distribution "errors" list in messages */
+/* A GET answered 429 or 5xx: 3 retries, after Retry-After or 200, 400, 800 ms; a registry
+ * that asks for more than 5 s gets its answer as it stands. */
+static const struct http_retry_policy RETRIES = {
+        .max_retries = 3, .base_ms = 200, .cap_ms = 5000, .longer_stands = true};
 
 struct registry_http {
 	const struct registry_opts *o; /* borrowed */
-	CURL *curl;
-	CURLM *multi;
-	char errbuf[CURL_ERROR_SIZE];
+	struct http_engine eng;
+	struct http_stop stop; /* o's cancel flag and deadline */
 };
 
 /* The state of one exchange, shared with curl's callbacks. */
@@ -103,27 +99,6 @@ static bool describe_errors(struct buf *out, const char *body, size_t len)
 	return named > 0;
 }
 
-/* Appends ": \"body\"" cut to ERROR_QUOTE_MAX bytes on a UTF-8 boundary; nothing for an
- * empty body. */
-static void quote_body(struct buf *out, const char *body, size_t len)
-{
-	while (len > 0 && isspace((unsigned char)body[len - 1]))
-		len--;
-	if (len == 0)
-		return;
-	size_t n = len;
-	if (n > ERROR_QUOTE_MAX) {
-		n = ERROR_QUOTE_MAX;
-		while (n > 0 && ((unsigned char)body[n] & 0xC0) == 0x80)
-			n--;
-	}
-	buf_puts(out, ": \"");
-	json_escape(out, body, n);
-	buf_putc(out, '"');
-	if (n < len)
-		buf_printf(out, " (%zu more bytes)", len - n);
-}
-
 int registry_http_status_error(const char *url, const struct registry_response *r,
                                enum err_code code, struct err **err)
 {
@@ -132,8 +107,13 @@ int registry_http_status_error(const char *url, const struct registry_response *
 	const char *phrase = http_status_phrase(r->status);
 	buf_printf(&text, "%ld%s%s", r->status, *phrase ? " " : "", phrase);
 	const char *body = r->body.data ? r->body.data : "";
-	if (!describe_errors(&text, body, r->body.len))
-		quote_body(&text, body, r->body.len);
+	if (!describe_errors(&text, body, r->body.len)) {
+		struct buf q;
+		buf_init(&q, 0);
+		if (http_quote_body(&q, body, r->body.len, ERROR_QUOTE_MAX))
+			buf_printf(&text, ": %s", q.data);
+		buf_free(&q);
+	}
 	err_set(err, code, "GET %s: %s", url, text.data);
 	if (err)
 		(*err)->http_status = (int)r->status;
@@ -198,7 +178,7 @@ static int setup_ca(struct registry_http *h, struct err **err)
 	const char *system = system_ca_file();
 	if (h->o->ca_file == NULL) {
 		if (system)
-			curl_easy_setopt(h->curl, CURLOPT_CAINFO, system);
+			curl_easy_setopt(h->eng.curl, CURLOPT_CAINFO, system);
 		return 0;
 	}
 	cleanup_free char *extra = NULL, *base = NULL;
@@ -219,7 +199,7 @@ static int setup_ca(struct registry_http *h, struct err **err)
 		return -1;
 	}
 	struct curl_blob blob = {.data = bundle.data, .len = bundle.len, .flags = CURL_BLOB_COPY};
-	CURLcode rc = curl_easy_setopt(h->curl, CURLOPT_CAINFO_BLOB, &blob);
+	CURLcode rc = curl_easy_setopt(h->eng.curl, CURLOPT_CAINFO_BLOB, &blob);
 	if (rc != CURLE_OK)
 		return err_set(err, ERR_CONFIG,
 		               "cannot use the registry CA file %s: %s (libcurl %s)", h->o->ca_file,
@@ -233,24 +213,14 @@ int registry_http_new(const struct registry_opts *o, struct registry_http **out,
 		return -1;
 	cleanup_registry_http struct registry_http *h = xcalloc(1, sizeof(*h));
 	h->o = o;
-	h->curl = curl_easy_init();
-	h->multi = curl_multi_init();
-	if (h->curl == NULL || h->multi == NULL)
-		return err_set(err, ERR_INTERNAL, "cannot create a curl handle");
-	const char *protocols = o->plain_http ? "https,http" : "https";
-	CURL *curl = h->curl;
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "krmpod/" KRMPOD_VERSION);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, h->errbuf);
-	curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, protocols);
-	curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, protocols);
+	if (http_engine_init(&h->eng, o->plain_http ? "https,http" : "https", on_write, on_header,
+	                     err) < 0)
+		return -1;
+	CURL *curl = h->eng.curl;
 	curl_easy_setopt(curl, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
 	curl_easy_setopt(curl, CURLOPT_UNRESTRICTED_AUTH, 0L);
 	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
 	if (setup_ca(h, err) < 0)
 		return -1;
 	*out = h;
@@ -262,76 +232,13 @@ void registry_http_free(struct registry_http *h)
 {
 	if (h == NULL)
 		return;
-	if (h->curl)
-		curl_easy_cleanup(h->curl);
-	if (h->multi)
-		curl_multi_cleanup(h->multi);
+	http_engine_clear(&h->eng);
 	free(h);
 }
 
 /* --- Running one exchange --------------------------------------------------------------- */
 
-/* Fails with ERR_SIGNAL / ERR_TIMEOUT if the fetch was cancelled or its deadline passed. */
-static int check_stop(const struct registry_opts *o, const char *url, struct err **err)
-{
-	if (o->cancel && *o->cancel) {
-		int signo = *o->cancel;
-		err_set(err, ERR_SIGNAL, "GET %s: interrupted by signal %d", url, signo);
-		if (err)
-			(*err)->signo = signo;
-		return -1;
-	}
-	if (o->deadline_ms && now_ms() >= o->deadline_ms)
-		return err_set(err, ERR_TIMEOUT, "GET %s: the deadline passed", url);
-	return 0;
-}
-
-/* The poll timeout of the next slice; 0 when the deadline passed. */
-static int slice_ms(const struct registry_opts *o)
-{
-	if (o->deadline_ms == 0)
-		return POLL_SLICE_MS;
-	int64_t left = o->deadline_ms - now_ms();
-	return left <= 0 ? 0 : (int)min64(left, POLL_SLICE_MS);
-}
-
-/* Runs the transfer set up on h->curl to its end; *stopped when cancelled or past the
- * deadline before that. */
-static CURLcode run_transfer(struct registry_http *h, bool *stopped)
-{
-	*stopped = false;
-	if (curl_multi_add_handle(h->multi, h->curl) != CURLM_OK)
-		return CURLE_FAILED_INIT;
-	CURLcode result = CURLE_OK;
-	for (;;) {
-		int running = 0, left = 0;
-		CURLMcode mc = curl_multi_perform(h->multi, &running);
-		if (mc == CURLM_OK && running == 0) {
-			CURLMsg *msg;
-			result = CURLE_GOT_NOTHING;
-			while ((msg = curl_multi_info_read(h->multi, &left)) != NULL)
-				if (msg->msg == CURLMSG_DONE && msg->easy_handle == h->curl)
-					result = msg->data.result;
-			break;
-		}
-		int timeout = slice_ms(h->o);
-		if ((h->o->cancel && *h->o->cancel) || timeout == 0) {
-			*stopped = true;
-			break;
-		}
-		if (mc == CURLM_OK)
-			mc = curl_multi_poll(h->multi, NULL, 0, timeout, NULL);
-		if (mc != CURLM_OK) {
-			snprintf(h->errbuf, sizeof(h->errbuf), "%s", curl_multi_strerror(mc));
-			result = CURLE_RECV_ERROR;
-			break;
-		}
-	}
-	curl_multi_remove_handle(h->multi, h->curl);
-	return result;
-}
-
-/* Sets h->curl up for g: URL, headers (kept in *headers until the transfer is done),
+/* Sets h->eng.curl up for g: URL, headers (kept in *headers until the transfer is done),
  * redirects, size cap and timeouts. */
 static void setup_transfer(struct registry_http *h, const struct registry_get *g, struct xfer *x,
                            struct curl_slist **headers)
@@ -345,27 +252,27 @@ static void setup_transfer(struct registry_http *h, const struct registry_get *g
 		cleanup_free char *auth = xasprintf("Authorization: %s", g->authorization);
 		*headers = curl_slist_append(*headers, auth);
 	}
-	CURL *curl = h->curl;
+	CURL *curl = h->eng.curl;
 	curl_easy_setopt(curl, CURLOPT_URL, g->url);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, *headers);
 	curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, g->follow ? 1L : 0L);
 	curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)g->max_bytes);
-	int64_t left = h->o->deadline_ms ? h->o->deadline_ms - now_ms() : REQUEST_TIMEOUT_MS;
+	int64_t left = h->stop.deadline_ms ? h->stop.deadline_ms - now_ms() : REQUEST_TIMEOUT_MS;
 	if (left < 1)
 		left = 1;
 	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)min64(CONNECT_TIMEOUT_MS, left));
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)min64(REQUEST_TIMEOUT_MS, left));
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, x);
-	h->errbuf[0] = '\0';
 }
 
 /* What a finished transfer means. */
 static int transfer_result(struct registry_http *h, const struct registry_get *g,
                            const struct xfer *x, CURLcode rc, bool stopped, struct err **err)
 {
-	if ((stopped || rc == CURLE_OPERATION_TIMEDOUT) && check_stop(h->o, g->url, err) < 0)
+	if ((stopped || rc == CURLE_OPERATION_TIMEDOUT) &&
+	    http_check_stop(&h->stop, "GET", g->url, err) < 0)
 		return -1;
 	if (stopped)
 		return err_set(err, ERR_INTERNAL, "GET %s: transfer aborted", g->url);
@@ -378,44 +285,13 @@ static int transfer_result(struct registry_http *h, const struct registry_get *g
 		               g->url, (unsigned)LIMIT_REGISTRY_HEADER);
 	if (rc == CURLE_OK)
 		return 0;
-	size_t n = strlen(h->errbuf);
-	while (n > 0 && isspace((unsigned char)h->errbuf[n - 1]))
-		h->errbuf[--n] = '\0'; /* mbedTLS messages may end in a newline */
-	const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc);
+	const char *detail = http_engine_detail(&h->eng, rc);
 	const char *hint = "";
 	if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
 		hint = " (is the server's CA in the system bundle or KRMPOD_REGISTRY_CA?)";
 	else if (rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_TOO_MANY_REDIRECTS)
 		hint = " (redirects are followed to https:// URLs only, at most 5)";
 	return err_set(err, ERR_NET, "GET %s: %s%s", g->url, detail, hint);
-}
-
-/* Waits ms, ending early when the fetch is cancelled (-1 then, with *err). */
-static int retry_wait(const struct registry_opts *o, const char *url, int64_t ms, struct err **err)
-{
-	sleep_ms(ms, o->cancel);
-	return check_stop(o, url, err);
-}
-
-/* After an answer with status: whether it is retried (429 or 5xx, retries left, the wait
- * within RETRY_WAIT_CAP_MS and before the deadline), said at info level. */
-static bool retry_after_status(const struct registry_opts *o, const char *url, long status,
-                               const char *retry_after, int retries, int64_t *wait)
-{
-	if ((status != 429 && (status < 500 || status > 599)) || retries >= MAX_RETRIES)
-		return false;
-	int64_t hinted = http_retry_after_ms(retry_after, time(NULL));
-	*wait = hinted >= 0 ? hinted : (int64_t)RETRY_BASE_MS << retries;
-	const char *phrase = http_status_phrase(status);
-	if (*wait > RETRY_WAIT_CAP_MS || (o->deadline_ms && now_ms() + *wait >= o->deadline_ms)) {
-		log_info("GET %s: %ld %s; not retrying: %s", url, status, phrase,
-		         *wait > RETRY_WAIT_CAP_MS ? "the registry asks for a longer wait"
-		                                   : "the deadline comes first");
-		return false;
-	}
-	log_info("GET %s: %ld %s; retrying in %lld ms%s (retry %d of %d)", url, status, phrase,
-	         (long long)*wait, hinted >= 0 ? " (Retry-After)" : "", retries + 1, MAX_RETRIES);
-	return true;
 }
 
 /* One exchange, no retry. */
@@ -432,9 +308,9 @@ static int get_once(struct registry_http *h, const struct registry_get *g, struc
 	setup_transfer(h, g, x, &headers);
 	int64_t t0 = now_ms();
 	bool stopped = false;
-	CURLcode rc = run_transfer(h, &stopped);
-	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	CURLcode rc = http_engine_run(&h->eng, &h->stop, &stopped);
+	curl_easy_setopt(h->eng.curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_getinfo(h->eng.curl, CURLINFO_RESPONSE_CODE, &r->status);
 	log_debug("GET %s -> %ld in %lld ms", g->url, r->status, (long long)(now_ms() - t0));
 	return transfer_result(h, g, x, rc, stopped, err);
 }
@@ -444,16 +320,18 @@ int registry_http_get(struct registry_http *h, const struct registry_get *g,
 {
 	if (!registry_url_allowed(h->o, g->url))
 		return err_set(err, ERR_CONFIG, "GET %s: only https:// URLs are fetched", g->url);
-	if (check_stop(h->o, g->url, err) < 0)
+	h->stop = (struct http_stop){.cancel = h->o->cancel, .deadline_ms = h->o->deadline_ms};
+	if (http_check_stop(&h->stop, "GET", g->url, err) < 0)
 		return -1;
-	struct xfer x = {.curl = h->curl, .r = r, .max_bytes = g->max_bytes};
+	struct xfer x = {.curl = h->eng.curl, .r = r, .max_bytes = g->max_bytes};
 	for (int retries = 0;; retries++) {
 		if (get_once(h, g, &x, err) < 0)
 			return -1;
-		int64_t wait = 0;
-		if (!retry_after_status(h->o, g->url, r->status, x.retry_after, retries, &wait))
+		int64_t wait = http_retry_wait_ms(&RETRIES, &h->stop, "GET", g->url, r->status,
+		                                  x.retry_after, NULL, retries);
+		if (wait < 0)
 			return 0;
-		if (retry_wait(h->o, g->url, wait, err) < 0)
+		if (http_wait(&h->stop, "GET", g->url, wait, err) < 0)
 			return -1;
 	}
 }

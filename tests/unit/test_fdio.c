@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/fdio.h"
 #include "check.h"
@@ -166,8 +167,30 @@ TEST(a_socket_file_that_exists_is_listening)
 	CHECK_INT(refused, 0);
 }
 
+/* A failed system call's errno is a field of the error (callers branch on it, never on
+ * the text), and the text still says it. */
+TEST(a_failed_call_carries_its_errno)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct err *e = NULL;
+	CHECK_INT(buf_read_file("/nonexistent/krmpod-test", 1024, "the test file", ERR_CONFIG, &text,
+	                        &len, &e),
+	          -1);
+	CHECK(e && e->code == ERR_CONFIG && e->sys_errno == ENOENT);
+	CHECK_CONTAINS(e ? e->msg : NULL, "the test file /nonexistent/krmpod-test: ");
+	CHECK_CONTAINS(e ? e->msg : NULL, strerror(ENOENT));
+	err_free(e);
+	e = NULL;
+	CHECK_INT(err_set_sys(&e, ERR_IO, EMFILE, "accept on %s", "x.sock"), -1);
+	CHECK(e && e->sys_errno == EMFILE && e->code == ERR_IO);
+	CHECK_CONTAINS(e ? e->msg : NULL, "accept on x.sock: ");
+	err_free(e);
+}
+
 int main(void)
 {
+	RUN(a_failed_call_carries_its_errno);
 	RUN(a_socket_file_that_exists_is_listening);
 	RUN(accepts_a_waiting_connection);
 	RUN(no_descriptor_left_is_waited_out_without_spinning);

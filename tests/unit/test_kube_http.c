@@ -45,6 +45,28 @@ TEST(status_forbidden)
 	CHECK_STR(e->msg, "POST /api/v1/namespaces/fns/pods: 403 Forbidden: pods is forbidden: "
 	                  "User \"system:serviceaccount:argocd:argocd-repo-server\" cannot create "
 	                  "resource \"pods\" in API group \"\" in the namespace \"fns\"");
+	CHECK(e->cause == ERR_CAUSE_NONE && !kube_api_quota_full(e));
+	err_free(e);
+}
+
+/* A full ResourceQuota is the same 403 Forbidden: the cause is read from the Status once,
+ * where it is decoded, and callers branch on err->cause. */
+TEST(status_quota_is_a_cause)
+{
+	struct err *e = status_err(
+	        403, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+	             "\"message\":\"pods \\\"krmpod-x\\\" is forbidden: exceeded quota: "
+	             "krmpod-functions, requested: pods=1, used: pods=16, limited: pods=16\","
+	             "\"reason\":\"Forbidden\",\"code\":403}");
+	CHECK(e->cause == ERR_CAUSE_QUOTA && kube_api_quota_full(e));
+	err_free(e);
+	/* the words in a body that is not a Status, or in another status, are not the cause */
+	e = status_err(403, "exceeded quota");
+	CHECK(e->cause == ERR_CAUSE_NONE && !kube_api_quota_full(e));
+	err_free(e);
+	e = status_err(422, "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+	                    "\"exceeded quota\",\"reason\":\"Invalid\",\"code\":422}");
+	CHECK(e->cause == ERR_CAUSE_NONE);
 	err_free(e);
 }
 
@@ -628,6 +650,7 @@ int main(void)
 	if (lvl && log_parse_level(lvl, "KRMPOD_LOG_LEVEL", &level, NULL) == 0)
 		log_set_level(level);
 	RUN(status_forbidden);
+	RUN(status_quota_is_a_cause);
 	RUN(status_invalid_adds_causes_not_in_the_message);
 	RUN(status_plain_text_is_quoted);
 	RUN(status_long_body_is_cut);

@@ -84,7 +84,7 @@ TEST(status_success_failure_and_exit_code)
 	        "]}}";
 	CHECK(feed(&d, &g, a, strlen(a), false) == 0);
 	CHECK(feed(&d, &g, b, strlen(b), true) == 0);
-	CHECK(d.st.got && !d.st.success && d.st.exit_code == 3);
+	CHECK(d.st.got && !d.st.success && d.st.exit_code == 3 && !d.st.no_container);
 	CHECK_STR(d.st.reason, "NonZeroExitCode");
 	/* the kubelet found no container (a real 1.34 answer) */
 	const char *nf = "\x03{\"status\":\"Failure\",\"reason\":\"InternalError\",\"message\":"
@@ -92,6 +92,7 @@ TEST(status_success_failure_and_exit_code)
 	                 "not found in pod p_ns\",\"code\":500}";
 	CHECK(feed(&d, &g, nf, strlen(nf), true) == 0);
 	CHECK(!d.st.success && d.st.exit_code == -1 && strstr(d.st.message, "not found"));
+	CHECK(d.st.no_container);
 	/* not JSON: kept as the message */
 	struct ws_status st = {0};
 	ws_status_decode("garbage", 7, &st);
