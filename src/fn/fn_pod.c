@@ -42,7 +42,7 @@ struct fn_pod {
 	struct kube_client *client;
 	struct pod_watch *watch;
 	char *name;
-	const char *source; /* how the pod came (the row of `sources`) */
+	const struct pod_source *src; /* where the pod came from, which ends it */
 	/* The warm pool (fn_pool.h): the lease this run holds on its pod (NULL: none), the idle
 	 * pods its pool had, and whether the pod ran already when it was taken (no watch). */
 	char *holder;
@@ -91,12 +91,19 @@ int fn_pod_cancelled(const struct fn_pod *p, const char *during, struct err **er
 
 /* --- where the pod comes from --------------------------------------------------------- */
 
-/* Each source returns 1 with p->name set (and the created object in *created when it has
- * one: it saves the watch a GET), 0 when it has no pod for this request, -1 on failure. */
+/* Where a pod comes from owns how it ends. `take` returns 1 with p->name set (and the
+ * created object in *created when it has one: it saves the watch a GET), 0 when it has no
+ * pod for this request, -1 on failure. `end` runs once after the call (clean: it ended 0
+ * and nothing was cancelled) and leaves the pod to whoever owns it next, or deletes it. */
 struct pod_source {
 	const char *how; /* for the log */
 	int (*take)(struct fn_pod *p, struct json **created, struct err **err);
+	int (*end)(struct fn_pod *p, bool clean, struct err **err);
 };
+
+static int end_offered(struct fn_pod *p, bool clean, struct err **err);
+static int end_leased(struct fn_pod *p, bool clean, struct err **err);
+static int end_created(struct fn_pod *p, bool clean, struct err **err);
 
 static void pool_key(const struct fn_pod *p, char key[17])
 {
@@ -141,18 +148,18 @@ static int take_prestarted(struct fn_pod *p, struct json **created, struct err *
 	                               min64(p->start_deadline, p->deadline), p->cancel);
 	if (p->name == NULL)
 		return 0;
-	/* a pool pod the render leased (its janitor gives the lease back), or one of its own */
-	cleanup_free char *note = prestart_offer_note(p->s->prestart_dir, key, p->name);
-	p->pool_offer = note && strncmp(note, "pool ", 5) == 0;
-	p->warm = p->pool_offer && strstr(note, " warm") != NULL;
-	/* a cold exec pod whose session the janitor opens once it started ("session PID
-	 * render"): the render's, for every function of this key in turn; or a cold pool pod
-	 * ("pool HOLDER cold session PID") */
-	long janitor = 0;
-	const char *session = note && !p->warm ? strstr(note, "session ") : NULL;
-	bool coming = session && sscanf(session, "session %ld", &janitor) == 1;
-	p->render_pod = coming && !p->pool_offer && strstr(note, " render") != NULL;
-	p->janitor = (pid_t)janitor;
+	/* a pool pod the render leased (its janitor gives the lease back), an exec pod of the
+	 * render's, or one for this shim alone (an offer that cannot be read counts as that) */
+	struct prestart_offer_note note;
+	if (prestart_offer_note(p->s->prestart_dir, key, p->name, &note) < 0)
+		note = (struct prestart_offer_note){.kind = OFFER_PLAIN};
+	p->pool_offer = note.kind == OFFER_POOL;
+	p->warm = p->pool_offer && note.warm;
+	/* a cold one whose session the janitor opens once it started */
+	bool coming = !p->warm && note.kind != OFFER_PLAIN && note.opener > 0;
+	p->render_pod = note.kind == OFFER_RENDER && coming;
+	p->janitor = note.opener;
+	long janitor = note.opener;
 	if (p->warm || coming) {
 		p->session = prestart_offer_session_path(p->s->prestart_dir, key, p->name);
 		bool there =
@@ -219,9 +226,9 @@ static int take_created(struct fn_pod *p, struct json **created, struct err **er
 }
 
 static const struct pod_source sources[] = {
-        {"started ahead by generate", take_prestarted},
-        {"taken from the warm pool", take_pooled},
-        {"created now", take_created},
+        {"started ahead by generate", take_prestarted, end_offered},
+        {"taken from the warm pool", take_pooled, end_leased},
+        {"created now", take_created, end_created},
 };
 
 int fn_pod_acquire(struct fn_pod *p, struct err **err)
@@ -232,13 +239,13 @@ int fn_pod_acquire(struct fn_pod *p, struct err **err)
 		if (rc < 0)
 			return -1;
 		if (rc > 0)
-			p->source = sources[i].how;
+			p->src = &sources[i];
 	}
 	if (p->name == NULL)
 		return err_set(err, ERR_INTERNAL, "function %s: no pod source gave a pod",
 		               p->req->image);
 	log_set_pod(p->name);
-	log_debug("pod %s/%s for image %s, %s", p->ns, p->name, p->req->image, p->source);
+	log_debug("pod %s/%s for image %s, %s", p->ns, p->name, p->req->image, p->src->how);
 	if (p->s->running_dir)
 		shim_marker_write(p->s->running_dir, p->req->image, p->ns, p->name);
 	/* A warm pod runs already: the exec's stream says all there is to know. */
@@ -596,12 +603,11 @@ static int delete_pod(struct fn_pod *p, struct err **err)
 	return 0;
 }
 
-/* The pod after the run: a pod the render's janitor holds (a leased pool pod, an exec-mode
- * pod it started) goes back to the render's offers after a clean call; a leased pool pod
- * back to its pool (while the pool has fewer than KRMPOD_WARM_POOL_SIZE idle pods); any
- * other is deleted. The render's exec-mode pod is the janitor's to delete, also after a
- * failed call (its offer then stays taken: no other function of the render gets it). */
-static int end_pod(struct fn_pod *p, bool clean, struct err **err)
+/* An offer of generate's: a pod the render's janitor holds (a leased pool pod, an exec-mode
+ * pod it started) goes back to the render's offers after a clean call; the render's
+ * exec-mode pod is the janitor's to delete, also after a failed call (its offer then stays
+ * taken: no other function of the render gets it); any other is deleted. */
+static int end_offered(struct fn_pod *p, bool clean, struct err **err)
 {
 	if (p->render_pod && !proc_running(p->janitor)) {
 		log_debug("pod %s/%s: the render's janitor is gone", p->ns, p->name);
@@ -618,8 +624,19 @@ static int end_pod(struct fn_pod *p, bool clean, struct err **err)
 		          p->name);
 		return 0;
 	}
-	if (p->holder == NULL || p->pool_offer)
-		return delete_pod(p, err);
+	return delete_pod(p, err);
+}
+
+/* A new pod: deleted, or one made for the pool, which goes back to it as a leased one. */
+static int end_created(struct fn_pod *p, bool clean, struct err **err)
+{
+	return p->holder ? end_leased(p, clean, err) : delete_pod(p, err);
+}
+
+/* A pool pod this run leased: back to its pool after a clean call while the pool has fewer
+ * than KRMPOD_WARM_POOL_SIZE idle pods, else retired. */
+static int end_leased(struct fn_pod *p, bool clean, struct err **err)
+{
 	kube_client_set_cancel(p->client, NULL);
 	kube_client_set_deadline(p->client, now_ms() + DELETE_DEADLINE_MS);
 	bool keep = clean && !p->pool_over && p->pool_idle < (size_t)p->s->pool_size;
@@ -651,7 +668,10 @@ int fn_pod_close(struct fn_pod *p, int rc, int exit_code, struct err **err)
 	unsigned watch_requests = p->watch ? pod_watch_requests(p->watch) : 0;
 	if (p->name) {
 		cleanup_err struct err *derr = NULL;
-		if (end_pod(p, rc == 0 && exit_code == 0 && !*p->cancel, &derr) < 0) {
+		/* (no source yet: a take that named its pod, then failed, made a new one) */
+		int (*end)(struct fn_pod *, bool, struct err **) =
+		        p->src ? p->src->end : end_created;
+		if (end(p, rc == 0 && exit_code == 0 && !*p->cancel, &derr) < 0) {
 			if (rc == 0) {
 				*err = derr;
 				derr = NULL;

@@ -41,7 +41,102 @@ char *prestart_offer_session_path(const char *dir, uint64_t key, const char *pod
 	return xasprintf("%s/sessions/%016llx.%s", dir, (unsigned long long)key, pod);
 }
 
-void prestart_offer_write(const char *path, const char *note)
+/* The note's line: "krmpod-offer KIND[ holder=H][ warm][ opener=PID]", then "used" on a line
+ * of its own once a shim gave the offer back. */
+#define NOTE_HEAD "krmpod-offer "
+#define NOTE_USED "used"
+
+static const char *const KIND_NAMES[] = {
+        [OFFER_PLAIN] = "plain", [OFFER_POOL] = "pool", [OFFER_RENDER] = "render"};
+
+void prestart_offer_note_format(const struct prestart_offer_note *n, struct buf *out)
+{
+	buf_printf(out, NOTE_HEAD "%s", KIND_NAMES[n->kind]);
+	if (n->holder[0])
+		buf_printf(out, " holder=%s", n->holder);
+	if (n->warm)
+		buf_puts(out, " warm");
+	if (n->opener > 0)
+		buf_printf(out, " opener=%ld", (long)n->opener);
+	buf_putc(out, '\n');
+	if (n->used)
+		buf_puts(out, NOTE_USED "\n");
+}
+
+static bool holder_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+/* One "name" or "name=value" word of the note's line into n; -1 for one it does not know. */
+static int note_word(const char *w, size_t len, struct prestart_offer_note *n)
+{
+	if (len == 4 && memcmp(w, "warm", 4) == 0) {
+		n->warm = true;
+		return 0;
+	}
+	if (len > 7 && memcmp(w, "holder=", 7) == 0 && len - 7 < sizeof(n->holder)) {
+		for (size_t i = 7; i < len; i++)
+			if (!holder_char(w[i]))
+				return -1;
+		memcpy(n->holder, w + 7, len - 7);
+		n->holder[len - 7] = '\0';
+		return 0;
+	}
+	if (len > 7 && len < 7 + 12 && memcmp(w, "opener=", 7) == 0) {
+		long pid = 0;
+		for (size_t i = 7; i < len; i++) {
+			if (w[i] < '0' || w[i] > '9')
+				return -1;
+			pid = pid * 10 + (w[i] - '0');
+		}
+		if (pid <= 0 || pid > 0x3fffffff)
+			return -1;
+		n->opener = (pid_t)pid;
+		return 0;
+	}
+	return -1;
+}
+
+int prestart_offer_note_parse(const char *text, struct prestart_offer_note *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (*text == '\0')
+		return 0; /* an empty offer: plain */
+	if (strncmp(text, NOTE_HEAD, strlen(NOTE_HEAD)) != 0)
+		return -1;
+	const char *p = text + strlen(NOTE_HEAD), *eol = strchr(p, '\n');
+	if (eol == NULL)
+		return -1;
+	size_t klen = strcspn(p, " \n");
+	bool known = false;
+	for (size_t k = 0; k < sizeof(KIND_NAMES) / sizeof(KIND_NAMES[0]); k++)
+		if (strlen(KIND_NAMES[k]) == klen && memcmp(p, KIND_NAMES[k], klen) == 0) {
+			out->kind = (enum prestart_offer_kind)k;
+			known = true;
+		}
+	if (!known)
+		return -1;
+	for (p += klen; p < eol;) {
+		if (*p++ != ' ')
+			return -1;
+		size_t len = strcspn(p, " \n");
+		if (note_word(p, len, out) < 0)
+			return -1;
+		p += len;
+	}
+	for (p = eol + 1; *p; p += strcspn(p, "\n") + 1) {
+		if (strncmp(p, NOTE_USED "\n", strlen(NOTE_USED) + 1) != 0)
+			return -1;
+		out->used = true;
+	}
+	return 0;
+}
+
+/* Writes text to path atomically: under a name that is neither an offer nor a marker while
+ * it is written, then renamed. Best effort. */
+static void write_atomic(const char *path, const char *text)
 {
 	/* not named like an offer or a marker while it is written: ".new." first */
 	cleanup_free char *dir = xstrdup(path);
@@ -51,26 +146,42 @@ void prestart_offer_write(const char *path, const char *note)
 	*slash = '\0';
 	cleanup_free char *tmp = xasprintf("%s/.new.%s", dir, slash + 1);
 	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, note, strlen(note), tmp, NULL) < 0 || rename(tmp, path) < 0)
+	if (fd < 0 || fd_write_all(fd, text, strlen(text), tmp, NULL) < 0 || rename(tmp, path) < 0)
 		unlink(tmp);
+}
+
+void prestart_offer_write(const char *path, const struct prestart_offer_note *note)
+{
+	cleanup_buf struct buf b;
+	buf_init(&b, 0);
+	prestart_offer_note_format(note, &b);
+	write_atomic(path, b.data);
 }
 
 void prestart_offer_mark_pending(const char *path)
 {
 	char text[32];
 	snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	prestart_offer_write(path, text);
+	write_atomic(path, text);
 }
 
-char *prestart_offer_note(const char *dir, uint64_t key, const char *pod)
+/* The note of the offer file at path. */
+static int read_note(const char *path, struct prestart_offer_note *out)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	if (buf_read_file(path, 4096, "offer", ERR_IO, &text, &len, NULL) < 0 ||
+	    strlen(text) != len)
+		return -1;
+	return prestart_offer_note_parse(text, out);
+}
+
+int prestart_offer_note(const char *dir, uint64_t key, const char *pod,
+                        struct prestart_offer_note *out)
 {
 	cleanup_free char *path =
 	        xasprintf("%s/claimed/%016llx.%s", dir, (unsigned long long)key, pod);
-	char *text = NULL;
-	size_t len = 0;
-	if (buf_read_file(path, 4096, "offer", ERR_IO, &text, &len, NULL) < 0)
-		return NULL;
-	return text;
+	return read_note(path, out);
 }
 
 int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod)
@@ -80,18 +191,14 @@ int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod)
 	cleanup_free char *to = prestart_offer_path(dir, key, pod);
 	cleanup_close int fd = open(from, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd >= 0) /* for the janitor: the offer served a call (best effort) */
-		fd_write_all(fd, PRESTART_OFFER_USED "\n", strlen(PRESTART_OFFER_USED "\n"), from,
-		             NULL);
+		fd_write_all(fd, NOTE_USED "\n", strlen(NOTE_USED "\n"), from, NULL);
 	return rename(from, to);
 }
 
 bool prestart_offer_was_used(const char *path)
 {
-	cleanup_free char *text = NULL;
-	size_t len = 0;
-	if (buf_read_file(path, 4096, "offer", ERR_IO, &text, &len, NULL) < 0)
-		return false;
-	return strstr(text, "\n" PRESTART_OFFER_USED "\n") != NULL;
+	struct prestart_offer_note n;
+	return read_note(path, &n) == 0 && n.used;
 }
 
 /* Whether the janitor that wrote pending marker `path` still lives (and so will end the

@@ -14,13 +14,21 @@
  *   sessions/KEY.POD the unix socket of the render's call session with a leased warm pool
  *                    pod (fn_session.h), made before the offer.
  *
- * A warm-pool pod (fn_pool.h) the janitor leased for the render is offered the same way,
- * the file holding "pool HOLDER warm|cold": the shim that takes it does not delete it but,
- * after a clean call, gives the offer back (renames it out of claimed/ again) for the next
- * function of the same key; the janitor gives the lease back when the render is done.
- * An exec-mode pod started ahead ("session PID render": the janitor PID opens its session
- * once it started) is the render's in the same way: one per key, given back after each
- * clean call, and deleted by the janitor when the render is done, taken or not.
+ * An offer file holds its note (struct prestart_offer_note, written and read only by the
+ * codec below): what kind of pod it is and who ends it.
+ *
+ *   plain     a pod started ahead for one shim, which deletes it after its call (an empty
+ *             file is a plain offer);
+ *   pool      a warm-pool pod (fn_pool.h) the janitor leased for the render: the shim that
+ *             takes it does not delete it but, after a clean call, gives the offer back
+ *             (renames it out of claimed/ again) for the next function of the same key;
+ *             the janitor gives the lease back when the render is done. "warm": it runs
+ *             and its session is open; else the janitor opens the session once it started;
+ *   render    an exec-mode pod started ahead, the render's in the same way: one per key,
+ *             given back after each clean call, deleted by the janitor when the render is
+ *             done, taken or not; the janitor opens its session once it started.
+ *
+ * A shim that gives an offer back marks it used, for the janitor.
  */
 #ifndef KRMPOD_PRESTART_OFFER_H
 #define KRMPOD_PRESTART_OFFER_H
@@ -30,6 +38,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "base/buf.h"
 
 /* Shim side: claims an offered pod for key in dir; returns its name (to free) or NULL. While
  * an offer for key is still being created by a live janitor it waits, until `until`
@@ -40,17 +51,33 @@ char *prestart_offer_claim(const char *dir, uint64_t key, int64_t until, atomic_
  * a shim never reads it half written). Best effort. */
 void prestart_offer_mark_pending(const char *path);
 
-/* Janitor side: writes an offer (note: its content, may be "") atomically. Best effort. */
-void prestart_offer_write(const char *path, const char *note);
+enum prestart_offer_kind { OFFER_PLAIN, OFFER_POOL, OFFER_RENDER };
 
-/* Shim side: the note of the offer it claimed (a new string, "" when none; NULL when it
- * cannot be read), and the offer given back (renamed out of claimed/ again; -1 when it is
- * not there). */
-char *prestart_offer_note(const char *dir, uint64_t key, const char *pod);
+/* What an offer says of its pod. */
+struct prestart_offer_note {
+	enum prestart_offer_kind kind;
+	char holder[64]; /* pool: the render's lease holder (fn_pool.h) */
+	bool warm;       /* pool: it runs, and its session is open */
+	/* pool when not warm, and render: the janitor that opens its session once it started
+	 * (fn_session_await); 0 for none */
+	pid_t opener;
+	bool used; /* a shim gave it back after a call */
+};
+
+/* The note as the offer file holds it (appended to out), and back: -1 for a text this codec
+ * did not write (the offer is then not taken as anything but plain by its caller). A holder
+ * is at most 63 bytes of [A-Za-z0-9._-]. */
+void prestart_offer_note_format(const struct prestart_offer_note *n, struct buf *out);
+int prestart_offer_note_parse(const char *text, struct prestart_offer_note *out);
+
+/* Janitor side: writes an offer with its note atomically. Best effort. */
+void prestart_offer_write(const char *path, const struct prestart_offer_note *note);
+
+/* Shim side: the note of the offer it claimed (-1 when it cannot be read or parsed), and the
+ * offer given back, marked used (renamed out of claimed/ again; -1 when it is not there). */
+int prestart_offer_note(const char *dir, uint64_t key, const char *pod,
+                        struct prestart_offer_note *out);
 int prestart_offer_give_back(const char *dir, uint64_t key, const char *pod);
-
-/* The line a shim adds to an offer's note when it gives the offer back. */
-#define PRESTART_OFFER_USED "given back"
 
 /* Janitor side: whether the offer at path (not claimed now) was given back by a shim. */
 bool prestart_offer_was_used(const char *path);

@@ -3,6 +3,7 @@
  * (the marker a shim keeps while it runs). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -148,8 +149,57 @@ TEST(shim_markers_name_dead_shims_only)
 	remove_dir(dir);
 }
 
+/* The offer note's codec: what the janitor writes the shim reads back, field by field; a
+ * shim's give-back marks it used for the janitor; a text it did not write is refused. */
+TEST(the_offer_note_round_trips_and_refuses_what_it_did_not_write)
+{
+	char *dir = make_dir();
+	struct prestart_offer_note notes[] = {
+	        {.kind = OFFER_PLAIN},
+	        {.kind = OFFER_POOL, .holder = "krmpod-repo-7f9c.1234-ab", .warm = true},
+	        {.kind = OFFER_POOL, .holder = "h", .opener = 4242},
+	        {.kind = OFFER_RENDER, .opener = 77},
+	};
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
+		char pod[32];
+		snprintf(pod, sizeof(pod), "krmpod-fn-%zu", i);
+		cleanup_free char *offer = prestart_offer_path(dir, 0x42, pod);
+		prestart_offer_write(offer, &notes[i]);
+		CHECK(!prestart_offer_was_used(offer));
+		cleanup_free char *got = prestart_offer_claim(dir, 0x42, now_ms() + 1000, NULL);
+		CHECK_STR(got, pod);
+		struct prestart_offer_note n;
+		CHECK_INT(prestart_offer_note(dir, 0x42, pod, &n), 0);
+		CHECK(n.kind == notes[i].kind && n.warm == notes[i].warm &&
+		      n.opener == notes[i].opener && !n.used);
+		CHECK_STR(n.holder, notes[i].holder);
+		CHECK_INT(prestart_offer_give_back(dir, 0x42, pod), 0);
+		CHECK(prestart_offer_was_used(offer));
+		free(prestart_offer_claim(dir, 0x42, now_ms() + 1000, NULL));
+		CHECK_INT(prestart_offer_note(dir, 0x42, pod, &n), 0);
+		CHECK(n.used && n.kind == notes[i].kind);
+	}
+	struct prestart_offer_note n;
+	CHECK_INT(prestart_offer_note_parse("", &n), 0); /* an empty offer is plain */
+	CHECK(n.kind == OFFER_PLAIN && !n.used);
+	static const char *const bad[] = {
+	        "pool h warm\n",                         /* the old free-form note */
+	        "krmpod-offer pool holder=a b\n",        /* an unknown word */
+	        "krmpod-offer pool holder=a/b\n",        /* not a holder name */
+	        "krmpod-offer render opener=12x\n",      /* not a pid */
+	        "krmpod-offer render opener=0\n",        /* no pid */
+	        "krmpod-offer shared\n",                 /* no such kind */
+	        "krmpod-offer plain\nused\nsomething\n", /* a line it did not write */
+	        "krmpod-offer plain",                    /* cut */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(prestart_offer_note_parse(bad[i], &n) == -1);
+	remove_dir(dir);
+}
+
 int main(void)
 {
+	RUN(the_offer_note_round_trips_and_refuses_what_it_did_not_write);
 	RUN(an_offer_is_claimed_once);
 	RUN(a_pending_offer_of_a_live_janitor_is_waited_for_until_the_deadline);
 	RUN(a_pending_offer_of_a_dead_janitor_is_not_waited_for);
