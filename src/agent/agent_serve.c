@@ -194,6 +194,39 @@ static void abandon_call(struct serve *s)
 	s->active = false;
 }
 
+/* Reads the session's stdin and feeds its frames to r: 0 to go on (*in_open false once it
+ * ended between calls), -1 with *err when the session broke (the call is then abandoned). */
+static int read_session(struct serve *s, struct frame_reader *r, int in_fd, bool *in_open,
+                        struct err **err)
+{
+	char chunk[LIMIT_STDIN_CHUNK];
+	ssize_t n = read(in_fd, chunk, sizeof(chunk));
+	if (n < 0 && errno == EINTR)
+		return 0;
+	if (n > 0) {
+		if (frame_feed(r, chunk, (size_t)n, err) == 0)
+			return 0;
+		if (s->failed) /* a callback's: frame_feed set nothing */
+			*err = s->failed;
+		abandon_call(s);
+		return -1;
+	}
+	*in_open = false;
+	if (s->active && !(s->c.exited && s->c.in_end) && !frame_idle(r)) {
+		abandon_call(s);
+		return err_set(err, ERR_NET,
+		               "the session's stdin ended inside a frame: the call was abandoned");
+	}
+	/* The janitor closes the session between calls: one still running (its stdin sent
+	 * whole or not) was cut off, and must not run on in the pod. */
+	if (s->active && !s->c.exited) {
+		abandon_call(s);
+		return err_set(err, ERR_NET,
+		               "the session's stdin ended during a call: the call was abandoned");
+	}
+	return 0;
+}
+
 int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, struct err **err)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -201,7 +234,6 @@ int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, st
 	struct serve s = {.self = self, .workdir = workdir, .out_fd = out_fd};
 	struct frame_reader r = {.on_data = on_data, .on_end = on_end, .ud = &s};
 	bool in_open = true;
-	char chunk[LIMIT_STDIN_CHUNK];
 	while (in_open || s.active) {
 		bool running = s.active && s.c.pid > 0;
 		struct pollfd p[4] = {
@@ -221,36 +253,8 @@ int agent_serve(const char *self, const char *workdir, int in_fd, int out_fd, st
 			abandon_call(&s);
 			return -1;
 		}
-		if (p[0].revents) {
-			ssize_t n = read(in_fd, chunk, sizeof(chunk));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				in_open = false;
-				if (s.active && !(s.c.exited && s.c.in_end) && !frame_idle(&r)) {
-					abandon_call(&s);
-					return err_set(
-					        err, ERR_NET,
-					        "the session's stdin ended inside a frame: the "
-					        "call was abandoned");
-				}
-				/* The janitor closes the session between calls: one still
-				 * running (its stdin sent whole or not) was cut off, and must
-				 * not run on in the pod. */
-				if (s.active && !s.c.exited) {
-					abandon_call(&s);
-					return err_set(
-					        err, ERR_NET,
-					        "the session's stdin ended during a call: the "
-					        "call was abandoned");
-				}
-			} else if (frame_feed(&r, chunk, (size_t)n, err) != 0) {
-				if (s.failed) /* a callback's: frame_feed set nothing */
-					*err = s.failed;
-				abandon_call(&s);
-				return -1;
-			}
-		}
+		if (p[0].revents && read_session(&s, &r, in_fd, &in_open, err) < 0)
+			return -1;
 		if (s.active && s.c.pid > 0) {
 			feed_child(&s.c); /* also closes its stdin once 'e' came */
 			if (p[2].revents && s.c.out >= 0)

@@ -223,6 +223,48 @@ static int session_connect(const char *path)
 	return fd;
 }
 
+/* Sends what it can of the queued frames q to the session. */
+static int session_send(struct session_call *c, int fd, struct buf *q, struct err **err)
+{
+	struct fn_pod *p = c->p;
+	ssize_t n = send(fd, q->data, q->len, MSG_NOSIGNAL);
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		return err_set_sys(err, ERR_NET, errno,
+		                   "function %s: pod %s/%s: the render's session is gone",
+		                   fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p));
+	if (n > 0) {
+		memmove(q->data, q->data + n, q->len - (size_t)n);
+		q->len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads what the session has for the call and feeds it to r. */
+static int session_read(struct session_call *c, int fd, struct frame_reader *r, struct err **err)
+{
+	struct fn_pod *p = c->p;
+	char chunk[LIMIT_STDIN_CHUNK];
+	ssize_t n = read(fd, chunk, sizeof(chunk));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0)
+		return err_set(err, ERR_NET,
+		               "function %s: pod %s/%s: the render's session ended before the "
+		               "call's end (after %llu bytes of stdout): the output is incomplete, "
+		               "so it is not used",
+		               fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		               (unsigned long long)c->res->bytes_out);
+	if (frame_feed(r, chunk, (size_t)n, err) != 0) {
+		if (c->failed) {
+			err_free(*err);
+			*err = c->failed;
+			c->failed = NULL;
+		}
+		return -1;
+	}
+	return 0;
+}
+
 /* The call over a connected session: frames out (the header, then stdin), frames in
  * until the call's end; then the rest of stdin's frames, so the session stays in step. */
 static int session_pump(struct session_call *c, int fd, const struct buf *header, int in_fd,
@@ -237,7 +279,6 @@ static int session_pump(struct session_call *c, int fd, const struct buf *header
 	buf_append(&q, header->data, header->len, "session", NULL);
 	bool in_done = false;
 	struct frame_reader r = {.on_data = call_data, .on_end = call_end, .ud = c};
-	char chunk[LIMIT_STDIN_CHUNK];
 	while (!(c->exit_seen && in_done && q.len == 0)) {
 		if (fn_pod_is_cancelled(p))
 			return fn_pod_cancelled(p, "its call", err);
@@ -267,40 +308,11 @@ static int session_pump(struct session_call *c, int fd, const struct buf *header
 			return err_wrap(err, "function %s: pod %s/%s: the render's session",
 			                fn_pod_request(p)->image, fn_pod_namespace(p),
 			                fn_pod_name(p));
-		if (pf[0].revents & POLLOUT) {
-			ssize_t n = send(fd, q.data, q.len, MSG_NOSIGNAL);
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return err_set_sys(
-				        err, ERR_NET, errno,
-				        "function %s: pod %s/%s: the render's session is gone",
-				        fn_pod_request(p)->image, fn_pod_namespace(p),
-				        fn_pod_name(p));
-			if (n > 0) {
-				memmove(q.data, q.data + n, q.len - (size_t)n);
-				q.len -= (size_t)n;
-			}
-		}
-		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR) && !c->exit_seen) {
-			ssize_t n = read(fd, chunk, sizeof(chunk));
-			if (n < 0 && (errno == EAGAIN || errno == EINTR))
-				continue;
-			if (n <= 0)
-				return err_set(
-				        err, ERR_NET,
-				        "function %s: pod %s/%s: the render's session ended "
-				        "before the call's end (after %llu bytes of stdout): the "
-				        "output is incomplete, so it is not used",
-				        fn_pod_request(p)->image, fn_pod_namespace(p),
-				        fn_pod_name(p), (unsigned long long)c->res->bytes_out);
-			if (frame_feed(&r, chunk, (size_t)n, err) != 0) {
-				if (c->failed) {
-					err_free(*err);
-					*err = c->failed;
-					c->failed = NULL;
-				}
-				return -1;
-			}
-		}
+		if (pf[0].revents & POLLOUT && session_send(c, fd, &q, err) < 0)
+			return -1;
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR) && !c->exit_seen &&
+		    session_read(c, fd, &r, err) < 0)
+			return -1;
 	}
 	return 0;
 }

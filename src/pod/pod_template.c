@@ -82,10 +82,9 @@ static int check_lists(const struct json *spec, const char *what, struct err **e
 	return 0;
 }
 
-int pod_template_check(const struct json *tmpl, const char *what, struct err **err)
+/* The template's metadata: mappings, no label krmpod owns, string label values. */
+static int check_metadata(const struct json *tmpl, const char *what, struct err **err)
 {
-	if (json_type(tmpl) != JSON_OBJECT)
-		return err_set(err, ERR_CONFIG, "%s: the template is not an object", what);
 	/* the pod's labels and annotations are written from their keys */
 	static const char *maps[] = {"labels", "annotations"};
 	for (size_t i = 0; i < 2; i++) {
@@ -107,6 +106,38 @@ int pod_template_check(const struct json *tmpl, const char *what, struct err **e
 		if (json_str(json_at(labels, i)) == NULL)
 			return err_set(err, ERR_CONFIG, "%s: metadata.labels.%s is not a string",
 			               what, json_key_at(labels, i));
+	return 0;
+}
+
+/* The template's volumes: no node path, none named like krmpod's own. */
+static int check_volumes(const struct json *spec, const char *what, struct err **err)
+{
+	const struct json *vols = json_get(spec, "volumes");
+	for (size_t i = 0; i < json_len(vols); i++) {
+		const struct json *v = json_at(vols, i);
+		const char *name = json_str(json_get(v, "name"));
+		if (json_get(v, "hostPath")) {
+			char field[128];
+			snprintf(field, sizeof(field), "spec.volumes[%zu] (%s).hostPath", i,
+			         name ? name : "?");
+			return reject(what, field, "mounts a node path", err);
+		}
+		if (name && strncmp(name, "krmpod-", 7) == 0)
+			return err_set(
+			        err, ERR_CONFIG,
+			        "%s: spec.volumes[%zu]: the name %s is reserved for krmpod's own "
+			        "volumes",
+			        what, i, name);
+	}
+	return 0;
+}
+
+int pod_template_check(const struct json *tmpl, const char *what, struct err **err)
+{
+	if (json_type(tmpl) != JSON_OBJECT)
+		return err_set(err, ERR_CONFIG, "%s: the template is not an object", what);
+	if (check_metadata(tmpl, what, err) < 0)
+		return -1;
 	const struct json *spec = json_get(tmpl, "spec");
 	if (check_lists(spec, what, err) < 0)
 		return -1;
@@ -137,24 +168,7 @@ int pod_template_check(const struct json *tmpl, const char *what, struct err **e
 		               "%s: spec.initContainers: a template cannot add init containers to "
 		               "function pods",
 		               what);
-	const struct json *vols = json_get(spec, "volumes");
-	for (size_t i = 0; i < json_len(vols); i++) {
-		const struct json *v = json_at(vols, i);
-		const char *name = json_str(json_get(v, "name"));
-		if (json_get(v, "hostPath")) {
-			char field[128];
-			snprintf(field, sizeof(field), "spec.volumes[%zu] (%s).hostPath", i,
-			         name ? name : "?");
-			return reject(what, field, "mounts a node path", err);
-		}
-		if (name && strncmp(name, "krmpod-", 7) == 0)
-			return err_set(
-			        err, ERR_CONFIG,
-			        "%s: spec.volumes[%zu]: the name %s is reserved for krmpod's own "
-			        "volumes",
-			        what, i, name);
-	}
-	return 0;
+	return check_volumes(spec, what, err);
 }
 
 /* Template resources become defaults where no KRMPOD_* setting was given. */
