@@ -70,15 +70,16 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
 		*pre = log_len;
 		return 0;
 	}
-	if (!cut && log_len == attached)
-		return 0; /* exactly what the attach delivered */
-	if (!cut && log_len < attached)
-		return -1; /* the kubelet rotated the log: it cannot be checked */
 	size_t plen = prefix_len < LOG_MATCH_BYTES ? prefix_len : LOG_MATCH_BYTES;
 	if (plen > attached)
 		plen = (size_t)attached;
 	if (plen == 0)
 		return -1;
+	/* Exactly what the attach delivered, when it starts as the attach did. The same length
+	 * with another start is a log the runtime has not written to its end yet: a part from
+	 * before the attach, then less than was attached (seen to lose that part silently). */
+	if (!cut && log_len == attached && head_len >= plen && memcmp(head, prefix, plen) == 0)
+		return 0;
 	/* The usual case: the log is the part written before, then exactly what was attached. */
 	if (!cut && log_len > attached) {
 		size_t cand = log_len - (size_t)attached;
@@ -87,6 +88,8 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
 			return 0;
 		}
 	}
+	/* Shorter than what was attached, the log is not written to its end yet, or it was
+	 * rotated: where the attached output starts tells which. */
 	const char *hit = memmem(head, head_len, prefix, plen);
 	if (hit == NULL)
 		return -1;
@@ -94,6 +97,22 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
 	size_t rest = log_len - *pre;
 	*missing = rest > attached ? rest - (size_t)attached : 0;
 	return 0;
+}
+
+/* How long a pod log that does not line up with the attach is read again (its runtime may
+ * still be writing it), and how often. */
+#define LOG_SETTLE_MS      2000
+#define LOG_SETTLE_STEP_MS 100
+
+/* Reads the log again into *log (emptied first). */
+static int reread_log(struct fn_pod *p, size_t limit, size_t head, struct buf *log, size_t *total)
+{
+	buf_reset(log);
+	cleanup_err struct err *e = NULL;
+	if (fn_pod_read_log(p, limit, head, log, total, &e) == 0)
+		return 0;
+	log_warn("could not read the pod log again (%s)", e->msg);
+	return -1;
 }
 
 /* After the function ended, its pod log is all it wrote (fn_output_log_split()): the part
@@ -124,13 +143,22 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 		return 0;
 	}
 	size_t pre = 0, missing = 0;
-	if (fn_output_log_split(log.data ? log.data : "", log.len, total, total >= limit, attached,
-	                        res->prefix, res->prefix_len, &pre, &missing) < 0) {
-		log_debug("the pod log (%zu bytes) does not line up with the %llu bytes the attach "
-		          "delivered (rotated, or stdout and stderr ordered differently): not "
-		          "checked",
-		          total, (unsigned long long)attached);
-		return 0;
+	/* The container has ended, but its runtime may not have written its log to the end
+	 * yet: a log that does not line up is read again, for LOG_SETTLE_MS at most. */
+	for (int64_t until = now_ms() + LOG_SETTLE_MS;;) {
+		if (fn_output_log_split(log.data ? log.data : "", log.len, total, total >= limit,
+		                        attached, res->prefix, res->prefix_len, &pre,
+		                        &missing) == 0)
+			break;
+		if (now_ms() >= until || sleep_ms(LOG_SETTLE_STEP_MS, fn_pod_cancel_flag(p)) ||
+		    reread_log(p, limit, head, &log, &total) < 0) {
+			log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the "
+			         "attach delivered (rotated, or stdout and stderr ordered "
+			         "differently): output written before the attach, if any, is not "
+			         "recovered, and the output is not checked",
+			         total, (unsigned long long)attached);
+			return 0;
+		}
 	}
 	if (!checkable)
 		log_debug(

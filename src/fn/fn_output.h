@@ -50,9 +50,11 @@ int fn_output_stream_failed(struct fn_pod *p, struct err **err);
  * after. Only its first head_len bytes are at hand (`head`), and its length, log_len. Sets
  * *pre to the length of that first part and *missing to the bytes after it that the attach
  * did not deliver (its stream ended early). `cut` says the log was read only up to log_len
- * (more may follow). Returns 0, or -1 when they cannot be lined up: the log is
- * shorter than what was attached (the kubelet rotated it), or the start of the attached
- * output is not in it (stdout and stderr interleaved in another order). */
+ * (more may follow). A log the runtime has not written to its end yet (the container's last
+ * bytes not in it) lines up too, when the start of the attached output is in it. Returns 0,
+ * or -1 when they cannot be lined up: the start of the attached output is not in the log
+ * (not written yet, the kubelet rotated it, or stdout and stderr interleaved in another
+ * order); the caller reads it again for a while. */
 int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool cut,
                         uint64_t attached, const char *prefix, size_t prefix_len, size_t *pre,
                         size_t *missing);

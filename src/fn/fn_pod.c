@@ -551,6 +551,11 @@ bool fn_pod_is_warm(const struct fn_pod *p)
 	return p->warm;
 }
 
+atomic_int *fn_pod_cancel_flag(const struct fn_pod *p)
+{
+	return p->cancel;
+}
+
 bool fn_pod_is_cancelled(const struct fn_pod *p)
 {
 	return *p->cancel != 0;

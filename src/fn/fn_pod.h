@@ -114,6 +114,9 @@ const struct settings *fn_pod_settings(const struct fn_pod *p);
 int64_t fn_pod_deadline(const struct fn_pod *p);       /* the whole run's (now_ms clock) */
 int64_t fn_pod_start_deadline(const struct fn_pod *p); /* the start's */
 bool fn_pod_is_cancelled(const struct fn_pod *p);
+
+/* The run's cancel flag (for a wait of the caller's own, sleep_ms). */
+atomic_int *fn_pod_cancel_flag(const struct fn_pod *p);
 /* Taken from the warm pool running already: no watch, nothing to wait for. */
 bool fn_pod_is_warm(const struct fn_pod *p);
 /* The socket of the render's call session with the pod (fn_session.h), or NULL. */

@@ -34,6 +34,28 @@ TEST(log_split)
 	CHECK_INT(m, 0);
 	CHECK_INT(split("something else\n", false, 4, "late", &m), -1); /* does not line up */
 	CHECK_INT(split("ab", false, 5, "", &m), -1);                   /* rotated: shorter */
+	CHECK_INT(split("ab", false, 5, "late\n", &m), -1);             /* or not written yet */
+}
+
+/* The container ended, but its runtime has not written the last of its output to the log
+ * yet: the part from before the attach is still found, never taken for attached output
+ * (the old code took a log as long as the attach for "exactly what was attached", and one
+ * shorter for a rotated log: either way the early line was lost without a word). */
+TEST(log_split_of_a_log_not_written_to_its_end)
+{
+	size_t m;
+	/* "early\n" before the attach; attached "late\nmore\n" (10, of which "late" is at
+	 * hand), the log lags 6 bytes: as long as the attach */
+	CHECK_INT(split("early\nlate", false, 10, "late", &m), 6);
+	CHECK_INT(m, 0);
+	/* lags more: shorter than the attach, the start of the attached output is there */
+	CHECK_INT(split("early\nlat", false, 10, "lat", &m), 6);
+	CHECK_INT(m, 0);
+	/* the early part not in the log yet either: nothing to line up, read again */
+	CHECK_INT(split("", false, 10, "late\nmore\n", &m), -1);
+	/* as long as the attach and starting as it did: exactly what was attached */
+	CHECK_INT(split("late\nmore\n", false, 10, "late\nmore\n", &m), 0);
+	CHECK_INT(m, 0);
 	/* stdout and stderr in another order in the log: the first bytes still line up */
 	CHECK_INT(split("err\nout\n", false, 8, "err\nout\n", &m), 0);
 }
@@ -82,6 +104,7 @@ TEST(log_split_from_the_head)
 int main(void)
 {
 	RUN(log_split);
+	RUN(log_split_of_a_log_not_written_to_its_end);
 	RUN(log_split_finds_lost_output);
 	RUN(log_split_from_the_head);
 	return check_summary();

@@ -1189,6 +1189,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if tail is not None:
             data = b"".join(data.splitlines(True)[-int(tail):]) if int(tail) else b""
         if not self.qbool("follow"):
+            # a runtime that has not written the container's last bytes to its log yet
+            lag = self.server.faults.get("log_lag_bytes") or 0
+            if lag and self.server.faults.take("log_lag_count"):
+                data = data[:max(0, len(data) - int(lag))]
             if limit:
                 data = data[:limit]
             return self.send_text(200, data)
