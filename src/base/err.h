@@ -42,7 +42,7 @@ struct err {
 	enum err_code code;
 	int http_status; /* for ERR_API: the HTTP status (0 otherwise) */
 	char reason
-	        [64];  /* for ERR_API: the Status reason (NotFound, Forbidden...); for ERR_POD: the
+	        [64]; /* for ERR_API: the Status reason (NotFound, Forbidden...); for ERR_POD: the
 	                    cluster's reason (ErrImagePull, OOMKilled...) */
 	enum err_cause cause;
 	int signo;     /* for ERR_SIGNAL */

@@ -174,8 +174,8 @@ TEST(a_failed_call_carries_its_errno)
 	char *text = NULL;
 	size_t len = 0;
 	struct err *e = NULL;
-	CHECK_INT(buf_read_file("/nonexistent/krmpod-test", 1024, "the test file", ERR_CONFIG, &text,
-	                        &len, &e),
+	CHECK_INT(buf_read_file("/nonexistent/krmpod-test", 1024, "the test file", ERR_CONFIG,
+	                        &text, &len, &e),
 	          -1);
 	CHECK(e && e->code == ERR_CONFIG && e->sys_errno == ENOENT);
 	CHECK_CONTAINS(e ? e->msg : NULL, "the test file /nonexistent/krmpod-test: ");
