@@ -26,12 +26,23 @@
  * It goes to stdout when the function succeeded (or, written before the attach, when it did
  * not wait for input: docker run without -i) — its output is then its result — and to stderr
  * otherwise. Putting it on stdout is said once, as a warning, since stderr lines may be in
- * it; stderr is the safe side and needs no warning. */
-static int write_log_output(const struct fn_io *io, const char *data, size_t n, bool to_stdout,
-                            const char *when, struct err **err)
+ * it; stderr is the safe side and needs no warning. What goes to stdout counts against
+ * KRMPOD_MAX_OUTPUT with the `stdout_before` bytes the attach delivered. */
+static int write_log_output(struct fn_pod *p, const struct fn_io *io, const char *data, size_t n,
+                            bool to_stdout, uint64_t stdout_before, const char *when,
+                            struct err **err)
 {
 	if (n == 0)
 		return 0;
+	uint64_t max = (uint64_t)fn_pod_settings(p)->max_output;
+	if (to_stdout && max && stdout_before + n > max)
+		return err_set(
+		        err, ERR_IO,
+		        "function %s: pod %s/%s: the function's stdout (%llu bytes with what "
+		        "only its pod log holds) passed KRMPOD_MAX_OUTPUT (%llu bytes): raise "
+		        "it, or make the function's output smaller",
+		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		        (unsigned long long)(stdout_before + n), (unsigned long long)max);
 	if (to_stdout)
 		log_warn("%s: its %zu bytes of output come from the pod log, where stdout "
 		         "and stderr cannot be told apart: all of it goes to stdout",
@@ -58,7 +69,7 @@ int fn_output_from_log(struct fn_pod *p, const struct pod_state *st, const struc
 	char when[96];
 	snprintf(when, sizeof(when), "the function exited (code %d) before krmpod attached",
 	         st->exit_code);
-	return write_log_output(io, log.data, log.len, st->exit_code == 0, when, err);
+	return write_log_output(p, io, log.data, log.len, st->exit_code == 0, 0, when, err);
 }
 
 int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool cut,
@@ -191,7 +202,7 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 		         pre, log.len);
 		pre = log.len;
 	}
-	return write_log_output(io, log.data, pre, pre_to_stdout,
+	return write_log_output(p, io, log.data, pre, pre_to_stdout, res->bytes_out,
 	                        "the function wrote output before krmpod attached", err);
 }
 

@@ -150,7 +150,8 @@ def test_what_one_call_leaves_the_next_never_sees(install, pool, tmp_path):
     and a process that outlives its call (setsid). The same Application's next render gets
     the same pod and finds neither (krmpod call kills what is left, scanning until nothing
     runs, and wipes /dev/shm and IPC objects); another Application's render never gets that
-    pod at all (the Application is part of the pool key)."""
+    pod at all (the Application is part of the pool key). Nor can the function read the
+    environment of krmpod's agents in its pod, which run as its user."""
     app = fn_app(tmp_path, "leave-behind", name="leave")
     renders = []
     for tenant in ("team-a", "team-a", "team-b"):
@@ -163,6 +164,10 @@ def test_what_one_call_leaves_the_next_never_sees(install, pool, tmp_path):
     assert pod_a and re.findall(r"pod=(\S+): image=", second[0]) == pod_a, second[0]
     assert "leave-behind: shm=[]" in second[0] and "leave-behind: sleepers=[0]" in second[0], \
         second[0]
+    # the agents run as the function's user, but it can read none of them (not dumpable)
+    for err, _ in renders:
+        m = re.search(r"leave-behind: agents=\[(\d+)\] readable=\[(\d+)\]", err)
+        assert m and int(m.group(1)) >= 2 and m.group(2) == "0", err
     pod_b = re.findall(r"pod=(\S+): image=", other[0])
     assert pod_b and pod_b != pod_a, other[0]
     assert any("created" in p for p in other[1].values()), other[0]
