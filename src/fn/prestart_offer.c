@@ -63,10 +63,10 @@ void prestart_offer_note_format(const struct prestart_offer_note *n, struct buf 
 		buf_puts(out, NOTE_USED "\n");
 }
 
+/* A holder (fn_pool_holder: "HOST/PID/RANDOM") is printable ASCII without spaces. */
 static bool holder_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '.' || c == '_' || c == '-';
+	return c > ' ' && c <= '~';
 }
 
 /* One "name" or "name=value" word of the note's line into n; -1 for one it does not know. */

@@ -56,8 +56,8 @@ enum prestart_offer_kind { OFFER_PLAIN, OFFER_POOL, OFFER_RENDER };
 /* What an offer says of its pod. */
 struct prestart_offer_note {
 	enum prestart_offer_kind kind;
-	char holder[64]; /* pool: the render's lease holder (fn_pool.h) */
-	bool warm;       /* pool: it runs, and its session is open */
+	char holder[160]; /* pool: the render's lease holder (fn_pool.h) */
+	bool warm;        /* pool: it runs, and its session is open */
 	/* pool when not warm, and render: the janitor that opens its session once it started
 	 * (fn_session_await); 0 for none */
 	pid_t opener;
@@ -66,7 +66,7 @@ struct prestart_offer_note {
 
 /* The note as the offer file holds it (appended to out), and back: -1 for a text this codec
  * did not write (the offer is then not taken as anything but plain by its caller). A holder
- * is at most 63 bytes of [A-Za-z0-9._-]. */
+ * is at most 159 bytes of printable ASCII without spaces. */
 void prestart_offer_note_format(const struct prestart_offer_note *n, struct buf *out);
 int prestart_offer_note_parse(const char *text, struct prestart_offer_note *out);
 

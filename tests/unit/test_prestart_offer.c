@@ -156,7 +156,9 @@ TEST(the_offer_note_round_trips_and_refuses_what_it_did_not_write)
 	char *dir = make_dir();
 	struct prestart_offer_note notes[] = {
 	        {.kind = OFFER_PLAIN},
-	        {.kind = OFFER_POOL, .holder = "krmpod-repo-7f9c.1234-ab", .warm = true},
+	        {.kind = OFFER_POOL,
+	         .holder = "argocd-repo-server-7f9c/1234/0badf00d",
+	         .warm = true},
 	        {.kind = OFFER_POOL, .holder = "h", .opener = 4242},
 	        {.kind = OFFER_RENDER, .opener = 77},
 	};
@@ -185,7 +187,7 @@ TEST(the_offer_note_round_trips_and_refuses_what_it_did_not_write)
 	static const char *const bad[] = {
 	        "pool h warm\n",                         /* the old free-form note */
 	        "krmpod-offer pool holder=a b\n",        /* an unknown word */
-	        "krmpod-offer pool holder=a/b\n",        /* not a holder name */
+	        "krmpod-offer pool holder=a\tb\n",       /* not a holder name */
 	        "krmpod-offer render opener=12x\n",      /* not a pid */
 	        "krmpod-offer render opener=0\n",        /* no pid */
 	        "krmpod-offer shared\n",                 /* no such kind */
