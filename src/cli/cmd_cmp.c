@@ -36,6 +36,10 @@ int cmd_discover(int argc, char **argv, int *exit_code, struct err **err)
 	bool found = false;
 	if (no_args(argc, argv, err) < 0 || cmp_discover(environ, stdout, &found, err) < 0)
 		return -1;
-	*exit_code = found ? 0 : 1; /* 1: not ours */
+	/* "not ours" is exit 0 with nothing on stdout: Argo CD's cmp-server takes any other exit
+	 * status of discover.find.command for an error (cmpserver/plugin/plugin.go,
+	 * matchRepository), and a match is a non-empty stdout */
+	(void)found;
+	*exit_code = 0;
 	return 0;
 }
