@@ -451,6 +451,8 @@ static int render(struct render *r, int out_fd, struct err **err)
 	        .cancel = &signals_cancel,
 	        .keep = prestart_janitor(r->pre),
 	        .dir = r->cat.work_dir,
+	        .max_output = (size_t)r->cs.max_output,
+	        .max_output_name = "KRMPOD_GENERATE_MAX_OUTPUT",
 	};
 	int rc = kustomize_run(&ko, &r->out, err);
 	cleanup_free char *lost = NULL;

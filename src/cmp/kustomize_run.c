@@ -181,9 +181,23 @@ static enum stop pump(const struct kustomize_opts *o, struct child *c, struct bu
 			char chunk[65536];
 			ssize_t n;
 			while ((n = read(c->fd, chunk, sizeof(chunk))) > 0)
-				if (buf_append(out, chunk, (size_t)n, "kustomize's output",
-				               limit_err) < 0)
+				if (buf_append(out, chunk, (size_t)n, "kustomize's output", NULL) <
+				    0) {
+					err_set(limit_err, ERR_IO,
+					        "the manifests passed %s (%zu bytes)%s",
+					        o->max_output_name ? o->max_output_name
+					                           : "krmpod's limit",
+					        out->limit,
+					        o->max_output_name
+					                ? ": Argo CD's repo-server takes at most "
+					                  "ARGOCD_GRPC_MAX_SIZE_MB (100 MiB by "
+					                  "default) "
+					                  "from a plugin; split the Application, "
+					                  "or raise "
+					                  "both"
+					                : "");
 					return STOP_OUTPUT_LIMIT;
+				}
 			if (n == 0)
 				c->eof = true;
 		}
@@ -238,7 +252,8 @@ static int exited(const struct kustomize_opts *o, int status, struct err **err)
 int kustomize_run(const struct kustomize_opts *o, struct buf *out, struct err **err)
 {
 	buf_reset(out);
-	out->limit = LIMIT_GENERATE_OUTPUT;
+	out->limit = o->max_output && o->max_output < LIMIT_GENERATE_OUTPUT ? o->max_output
+	                                                                    : LIMIT_GENERATE_OUTPUT;
 	struct child c = {.shared_group = getpgrp() == getpid(), .fd = -1};
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));

@@ -38,7 +38,9 @@ struct kustomize_opts {
 	atomic_int *cancel;        /* a signal number when the caller was signalled */
 	pid_t keep;                /* a child of the caller's that is not kustomize's (the
 	                                  prestart janitor): never waited for; 0 for none */
-	const char *dir; /* kustomize's working directory (the shims inherit it); NULL: ours */
+	const char *dir;   /* kustomize's working directory (the shims inherit it); NULL: ours */
+	size_t max_output; /* the most bytes of stdout (0: LIMIT_GENERATE_OUTPUT) */
+	const char *max_output_name; /* the setting to name past it ("KRMPOD_..."), or NULL */
 };
 
 /* Runs kustomize to completion. Returns 0 when it exited 0, with its stdout in *out.

@@ -4,10 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "config/settings.h"
 
-#define DEFAULT_GENERATE_TIMEOUT_MS 50000 /* Argo CD's own deadline is 60 s by default */
+/* Argo CD's deadline is the application controller's 60 s repo-server call, counted from its
+ * request: the git fetch, the tarball to the sidecar and init come out of it before generate
+ * starts (docs/install.md, "Timeouts"); 45 s leaves them 15 s. */
+#define DEFAULT_GENERATE_TIMEOUT_MS 45000
+/* Argo CD's repo-server takes at most 100 MiB from a plugin (ARGOCD_GRPC_MAX_SIZE_MB), the
+ * manifests as JSON strings in one gRPC message: 90 MiB of YAML leaves room for that. */
+#define DEFAULT_GENERATE_MAX_OUTPUT (90ll << 20)
 
 static void push(struct cmp_settings *s, size_t *cap, const char *word, size_t n)
 {
@@ -88,6 +95,15 @@ static int load(struct cmp_settings *s, char *const *envp, struct err **err)
 	s->timeout_ms = DEFAULT_GENERATE_TIMEOUT_MS;
 	if (t && settings_parse_duration("KRMPOD_GENERATE_TIMEOUT", t, &s->timeout_ms, err) < 0)
 		return -1;
+	s->max_output = DEFAULT_GENERATE_MAX_OUTPUT;
+	const char *mo = settings_env(envp, "KRMPOD_GENERATE_MAX_OUTPUT");
+	if (mo && settings_parse_size("KRMPOD_GENERATE_MAX_OUTPUT", mo, &s->max_output, err) < 0)
+		return -1;
+	if (s->max_output < 1 || s->max_output > (int64_t)LIMIT_GENERATE_OUTPUT)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_GENERATE_MAX_OUTPUT=%s: use a size from 1 to %uMi (Argo CD "
+		               "takes at most ARGOCD_GRPC_MAX_SIZE_MB, 100 MiB by default)",
+		               mo, (unsigned)(LIMIT_GENERATE_OUTPUT >> 20));
 	s->prestart = true;
 	const char *pre = settings_env(envp, "KRMPOD_PRESTART");
 	if (pre && settings_parse_bool("KRMPOD_PRESTART", pre, &s->prestart, err) < 0)

@@ -18,9 +18,14 @@ struct cmp_settings {
 	 * KRMPOD_KUSTOMIZE_FLAGS, and ".". */
 	char **kustomize_argv;
 	size_t kustomize_argc;
-	bool is_kubectl;      /* the command is kubectl, not kustomize */
-	bool allow_network;   /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
-	int64_t timeout_ms;   /* KRMPOD_GENERATE_TIMEOUT (default 50s) */
+	bool is_kubectl;    /* the command is kubectl, not kustomize */
+	bool allow_network; /* KRMPOD_ALLOW_NETWORK=true|false (default false) */
+	int64_t timeout_ms; /* KRMPOD_GENERATE_TIMEOUT (default 45s) */
+	/* KRMPOD_GENERATE_MAX_OUTPUT (default 90Mi, at most LIMIT_GENERATE_OUTPUT): the most
+	 * bytes of manifests generate prints. Argo CD's repo-server takes at most 100 MiB from a
+	 * plugin (its gRPC limit, ARGOCD_GRPC_MAX_SIZE_MB), and fails with its own error past
+	 * it; krmpod fails first, naming both. */
+	int64_t max_output;
 	char *shim_dir;       /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
 	bool prestart;        /* KRMPOD_PRESTART=true|false (default true): see cmp/prestart.h */
 	size_t prestart_max;  /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */

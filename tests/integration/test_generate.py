@@ -134,6 +134,22 @@ def test_empty_output_is_refused(kubesim, tmp_path):
     assert b"no manifests" in r.stderr and b"auto-prune" in r.stderr
 
 
+def test_manifests_past_the_generate_output_limit_are_refused(kubesim, tmp_path):
+    """Argo CD's repo-server takes at most 100 MiB from a plugin (ARGOCD_GRPC_MAX_SIZE_MB) and
+    fails with its own words past it; krmpod stops first (KRMPOD_GENERATE_MAX_OUTPUT, 90Mi by
+    default), naming both, and prints nothing. Shown with a small limit."""
+    r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_GENERATE_MAX_OUTPUT="200"))
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"", err
+    assert "the manifests passed KRMPOD_GENERATE_MAX_OUTPUT (200 bytes)" in err, err
+    assert "ARGOCD_GRPC_MAX_SIZE_MB" in err, err
+    ok = generate(APP, cmp_env(kubesim, tmp_path))
+    assert ok.returncode == 0 and len(ok.stdout) > 200, ok.stderr.decode()
+    r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_GENERATE_MAX_OUTPUT="1Gi"))
+    assert r.returncode == 1 and b"KRMPOD_GENERATE_MAX_OUTPUT=1Gi: use a size from 1 to " \
+        b"256Mi" in r.stderr, r.stderr
+
+
 def test_env_isolation(kubesim, tmp_path):
     """A function sees exactly the variables its config names: not the ARGOCD_* variables,
     git credentials, the credentials' locations or the sidecar's settings; ARGOCD_ENV_<X>

@@ -80,7 +80,7 @@ EXPECTED_ENV = [
     _field("KRMPOD_OWNER_UID", "metadata.uid"),
     _field("KRMPOD_OWNER_NAMESPACE", "metadata.namespace"),
     {"name": "KRMPOD_NAMESPACE", "value": FUNCTIONS_NS},
-    {"name": "KRMPOD_GENERATE_TIMEOUT", "value": "50s"},
+    {"name": "KRMPOD_GENERATE_TIMEOUT", "value": "45s"},
     {"name": "KRMPOD_ALLOW_NETWORK", "value": "false"},
     # the function pods' mounts helper: the sidecar's own image (kept equal under a pin)
     {"name": "KRMPOD_HELPER_IMAGE", "value": IMAGE + ":latest"},
