@@ -7,6 +7,10 @@
 #   kube-router  the NetworkPolicy firewall (tests/tools/kube-router/go.mod)
 #   kube-next    the newest Kubernetes minor (tests/tools/kube-next), only when named: tried
 #                by hand with REALKUBE_BIN_DIR (docs/testing.md, "Kubernetes 1.37")
+#   argocd       upstream Argo CD's multi-call `argocd` binary (github.com/argoproj/argo-cd/v3,
+#                tests/tools/argocd), only when named (the real-Argo-CD tier, issue 20, is
+#                not in `make test` yet); its go.mod needs Go 1.27, which the go command
+#                takes from the module proxy (GOTOOLCHAIN=go1.27.3)
 #
 # Each peer is a Go module of its own under tests/tools/<peer>/ (their dependency graphs
 # collide), pinned by its go.mod and go.sum. A peer is built again only when its pins, this
@@ -35,13 +39,14 @@ targets() {
 		done
 		;;
 	coredns) echo "github.com/coredns/coredns" ;;
+	argocd) echo "github.com/argoproj/argo-cd/v3/cmd:argocd" ;;
 	kube-router) echo "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router" ;;
 	*) die "unknown peer '$1' (known: ${ALL[*]})" ;;
 	esac
 }
 
 # the version a module requires, from `go list -m` in the peer's module
-required() { (cd "$ROOT/tests/tools/$1" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' "$2"); }
+required() { (cd "$ROOT/tests/tools/$1" && GOTOOLCHAIN=$(toolchain "$1") GOFLAGS=-mod=mod go list -m -f '{{.Version}}' "$2"); }
 
 # -ldflags for a peer: Kubernetes reports the version its ldflags stamp (else v0.0.0-master)
 ldflags() {
@@ -57,7 +62,22 @@ ldflags() {
 			flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 		done
 	fi
+	if [ "$1" = argocd ]; then # `argocd version` says the release, as upstream's build does
+		local v
+		v=$(required argocd github.com/argoproj/argo-cd/v3) || die "cannot read Argo CD's version from tests/tools/argocd/go.mod"
+		flags+=" -X github.com/argoproj/argo-cd/v3/common.version=${v#v}"
+		flags+=" -X github.com/argoproj/argo-cd/v3/common.gitTag=$v"
+	fi
 	echo "$flags"
+}
+
+# the Go toolchain a peer is built with: this machine's, but where the peer's go.mod needs a
+# newer one, that approved release from the module proxy
+toolchain() {
+	case $1 in
+	argocd) echo go1.27.3 ;;
+	*) echo local ;;
+	esac
 }
 
 stamp_of() {
@@ -65,7 +85,7 @@ stamp_of() {
 	{
 		cat "$mod/go.mod" "$mod/go.sum"
 		cat "${BASH_SOURCE[0]}"
-		go version
+		(cd "$mod" && GOTOOLCHAIN=$(toolchain "$1") go version)
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -81,16 +101,24 @@ build_peer() {
 	mkdir -p "$dir"
 	rm -f "$dir/.stamp"
 	log "$peer: building ${pkgs[*]##*/} from tests/tools/$peer (first time: module downloads and a full compile, minutes; log: $dir/build.log)"
-	if ! (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
-		go build -trimpath -ldflags "$(ldflags "$peer")" -o "$dir/" "${pkgs[@]}") >"$dir/build.log" 2>&1; then
+	local named=() p
+	for p in "${pkgs[@]}"; do [[ $p == *:* ]] && named+=("$p"); done
+	if [ ${#named[@]} -gt 0 ]; then # one package built under a name of its own
+		[ ${#pkgs[@]} -eq 1 ] || die "$peer: a named target must be the only one"
+		set -- -o "$dir/${pkgs[0]#*:}" "${pkgs[0]%%:*}"
+	else
+		set -- -o "$dir/" "${pkgs[@]}"
+	fi
+	if ! (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=$(toolchain "$peer") \
+		go build -trimpath -ldflags "$(ldflags "$peer")" "$@") >"$dir/build.log" 2>&1; then
 		tail -n 20 "$dir/build.log" >&2
 		if grep -qE 'proxy.golang.org|dial tcp|no such host|i/o timeout|connection refused' "$dir/build.log"; then
 			die "$peer: the Go module proxy could not be reached (see $dir/build.log); check the network or GOPROXY ($(go env GOPROXY)) and run again"
 		fi
 		die "$peer: go build failed (see $dir/build.log); its pins are tests/tools/$peer/go.mod"
 	fi
-	local p
 	for p in "${pkgs[@]}"; do
+		p=${p#*:}
 		[ -x "$dir/${p##*/}" ] || die "$peer: go build made no ${p##*/} in $dir"
 	done
 	echo "$stamp" >"$dir/.stamp"

@@ -49,7 +49,8 @@ TEST(kustomize_command_line)
 	char *cmd = joined(&s);
 	CHECK_STR(cmd, "kustomize build --enable-alpha-plugins .");
 	CHECK(!s.is_kubectl && !s.allow_network && s.prestart && s.prestart_max == 8);
-	CHECK_INT(s.timeout_ms, 50000);
+	CHECK_INT(s.timeout_ms, 45000); /* Argo CD's 60 s less the fetch and init before generate */
+	CHECK(s.max_output == 90ll << 20); /* below Argo CD's 100 MiB plugin limit */
 	free(cmd);
 	cmp_settings_clear(&s);
 
