@@ -53,21 +53,23 @@ def test_a_function_s_output_past_krmpod_max_output_fails_the_call(kubesim):
 
 
 def test_the_cap_holds_for_output_only_the_pod_log_has(kubesim):
-    """quick-output writes 2 MiB and exits 0 before any relist shows it running: no attach,
-    its output comes from the pod log. The old code wrote all of it to stdout whatever
-    KRMPOD_MAX_OUTPUT said; now the call fails naming the setting, and nothing reaches
-    stdout. Within the limit the same call is whole."""
+    """quick-output writes 2 MiB and exits 0; its attach is refused as one to a container that
+    has ended (kubesim's attach_no_container), so its output comes from the pod log. The old
+    code wrote all of it to stdout whatever KRMPOD_MAX_OUTPUT said; now the call fails naming
+    the setting, and nothing reaches stdout. Within the limit the same call is whole."""
     from conftest import EXEC_MODE
     if EXEC_MODE:  # the exec starts the function: its output is always streamed
         return
-    kubesim.faults(relist_period_ms=1000)
     call = KUSTOMIZE_RUN + ["example.com/quick-output:v1"]
+    kubesim.faults(attach_no_container=1)
     r = run_shim(kubesim, call, stdin=b"x", env=base_env(kubesim, KRMPOD_MAX_OUTPUT="1Mi"))
     err = r.stderr.decode()
     assert r.returncode == 125 and r.stdout == b"", err
     assert "only its pod log holds) passed KRMPOD_MAX_OUTPUT (1048576 bytes)" in err, err
+    kubesim.faults(attach_no_container=1)
     r = run_shim(kubesim, call, stdin=b"x", env=base_env(kubesim, KRMPOD_MAX_OUTPUT="4Mi"))
     assert r.returncode == 0 and r.stdout == b"x" * (2 << 20), r.stderr.decode()[-2000:]
+    assert "come from the pod log" in r.stderr.decode(), r.stderr.decode()[-2000:]
 
 
 def test_the_cap_holds_through_the_render_s_session(kubesim, tmp_path):

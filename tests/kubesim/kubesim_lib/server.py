@@ -1256,7 +1256,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # The kubelet looks the container up in the runtime (CRI), not in the pod status:
         # a container the runtime runs can be attached to a relist before the status says
         # so (measured on a real 1.34 node), and one that has exited cannot.
-        if c is None or c.proc is None or c.exited.is_set():
+        # (fault: an attach that comes too late for a container that is still running, as
+        # for one that ended: its output then comes from the pod log)
+        if c is None or c.proc is None or c.exited.is_set() or (
+                sub == "attach" and self.server.faults.take("attach_no_container")):
             why = "unable to upgrade connection: container %s not found in pod %s_%s" % (
                 cname, name, ns)
             ws.send_binary(b"\x03" + json.dumps({
@@ -1304,8 +1307,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if owns_stdin and c.stdin_once:
                 c.stdin_taken = True
         if close_early or (drop and drop_at is None):
-            if close_early:
+            if close_early:  # stdin unread for a while: the client meets the close first
                 ws.close(1000)
+                time.sleep(0.5)
+                ws.drain()
             else:
                 time.sleep(0.05)
                 ws.drop()
@@ -1368,7 +1373,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         cut = faults.get("attach_truncate_bytes") if faults.take("attach_truncate_count") \
             else None
         if faults.take("attach_close_early"):  # before the process starts: nothing ran
-            return ws.close(1000)
+            ws.close(1000)
+            time.sleep(0.5)
+            return ws.drain()
         try:
             with cl.lock:
                 if rt.stopped.is_set() and rt.deleting:

@@ -89,6 +89,26 @@ class WebSocket:
         with self.wlock:
             self.closed = True
 
+    def drain(self, timeout=10):
+        """After close(): reads and discards what the peer still sends until its own close
+        frame or EOF (at most `timeout` seconds), as a server that closed normally does, so
+        that unread data does not turn the close into a TCP reset."""
+        import socket
+        try:
+            self.conn.settimeout(timeout)
+            while True:
+                b1, b2 = self._read(2)
+                n = b2 & 0x7F
+                if n == 126:
+                    n = struct.unpack(">H", self._read(2))[0]
+                elif n == 127:
+                    n = struct.unpack(">Q", self._read(8))[0]
+                self._read((4 if b2 & 0x80 else 0) + n)
+                if b1 & 0x0F == 0x8:
+                    return
+        except (Closed, OSError, socket.timeout):
+            return
+
     def drop(self):
         """Closes the TCP connection without a WebSocket close (fault injection)."""
         with self.wlock:
