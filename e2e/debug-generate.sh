@@ -110,14 +110,18 @@ else
 fi
 
 # ---- the environment Argo CD gives a sidecar plugin ------------------------------------------
-# KUBE_VERSION: Argo CD before 3.4 passes "MAJOR.MINOR" (3.4 and later "vMAJOR.MINOR.PATCH"),
-# with any "+" removed; KUBE_API_VERSIONS: every group/version and group/version/Kind, sorted,
-# comma-separated (reposerver getPluginEnvs, argo.APIResourcesToStrings).
+# KUBE_VERSION: Argo CD before 3.4 passes "MAJOR.MINOR", with any "+" removed; 3.4 and later
+# "MAJOR.MINOR.PATCH" with no leading "v" (v3.6.1's reposerver parseKubeVersion: the server's
+# gitVersion through k8s.io/apimachinery's ParseGeneric(...).String()); KUBE_API_VERSIONS:
+# every group/version and group/version/Kind, sorted, comma-separated (reposerver
+# getPluginEnvs, argo.APIResourcesToStrings). ARGOCD_APP_NAMESPACE is the Application's
+# destination namespace; ARGOCD_APP_PARAMETERS is always set when the Application has a plugin
+# stanza ("null" without parameters); discover gets no ARGOCD_ENV_* (not set here).
 ver_json=$(kc get --raw /version)
 major=$(printf '%s' "$ver_json" | sed -n 's/.*"major": *"\([^"]*\)".*/\1/p' | tr -d '+')
 minor=$(printf '%s' "$ver_json" | sed -n 's/.*"minor": *"\([^"]*\)".*/\1/p' | tr -d '+')
 git_version=$(printf '%s' "$ver_json" | sed -n 's/.*"gitVersion": *"v\{0,1\}\([0-9.]*\).*/\1/p')
-if version_ge "$ARGOCD_VERSION" v3.4.0; then kube_version="v$git_version"; else kube_version="$major.$minor"; fi
+if version_ge "$ARGOCD_VERSION" v3.4.0; then kube_version="$git_version"; else kube_version="$major.$minor"; fi
 api_versions=$({ kc api-resources --no-headers 2>/dev/null || true; } |
 	awk '{ print $(NF-2); print $(NF-2) "/" $NF }' | LC_ALL=C sort -u | paste -sd, -)
 
@@ -152,6 +156,7 @@ set -- env -i \
 	"ARGOCD_APP_SOURCE_TARGET_REVISION=$E2E_REPO_REVISION" \
 	"KUBE_VERSION=$kube_version" \
 	"KUBE_API_VERSIONS=$api_versions" \
+	"ARGOCD_APP_PARAMETERS=null" \
 	"KRMPOD_NAMESPACE=$KRMPOD_FUNCTIONS_NAMESPACE" \
 	"KRMPOD_SHIM_DIR=$tmp/shim"
 [ -z "$kustomize_cmd" ] || set -- "$@" "KRMPOD_KUSTOMIZE=$kustomize_cmd"

@@ -19,13 +19,14 @@ DIRECT = os.path.join(ROOT, "tests", "fixtures", "direct-docker")
 # reach a function unless its config names them.
 ARGOCD_ENV = {
     "ARGOCD_APP_NAME": "demo",
-    "ARGOCD_APP_NAMESPACE": "argocd",
+    "ARGOCD_APP_NAMESPACE": "prod",  # the destination namespace, not Argo CD's
     "ARGOCD_APP_REVISION": "0123456789abcdef",
     "ARGOCD_APP_SOURCE_PATH": "apps/demo",
     "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/apps.git",
     "ARGOCD_APP_SOURCE_TARGET_REVISION": "main",
     "ARGOCD_APP_PROJECT_NAME": "default",
-    "KUBE_VERSION": "1.31",
+    "KUBE_VERSION": "1.34.12",  # MAJOR.MINOR.PATCH, no "v" (Argo CD >= 3.4)
+    "ARGOCD_APP_PARAMETERS": "null",  # always set with a plugin stanza
     "KUBE_API_VERSIONS": "v1,apps/v1",
     "ARGOCD_ENV_APP_COLOR": "green",
     "ARGOCD_ENV_UNNAMED": "user value nobody named",

@@ -18,13 +18,14 @@ CMP_SERVER = "/var/run/argocd/argocd-cmp-server"  # manifests/: the sidecar's co
 # entry and git credentials that no function may see unless its config names them.
 ARGOCD_ENV = {
     "ARGOCD_APP_NAME": "demo",
-    "ARGOCD_APP_NAMESPACE": "argocd",
+    "ARGOCD_APP_NAMESPACE": "prod",  # the destination namespace, not Argo CD's
     "ARGOCD_APP_REVISION": "0123456789abcdef0123456789abcdef01234567",
     "ARGOCD_APP_SOURCE_PATH": "apps/demo",
     "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/apps.git",
     "ARGOCD_APP_SOURCE_TARGET_REVISION": "main",
     "ARGOCD_APP_PROJECT_NAME": "default",
-    "KUBE_VERSION": "1.34",
+    "KUBE_VERSION": "1.34.12",  # MAJOR.MINOR.PATCH, no "v" (Argo CD >= 3.4)
+    "ARGOCD_APP_PARAMETERS": "null",  # always set with a plugin stanza
     "KUBE_API_VERSIONS": "v1,apps/v1",
     "ARGOCD_ENV_APP_COLOR": "green",
     "GIT_USERNAME": "robot",
