@@ -48,8 +48,11 @@ class Kubesim(testing.Kubesim):
         p = None
         while time.monotonic() < deadline:
             p = self.pod(name)
-            if p is not None and cond(p):
-                return p
+            try:
+                if p is not None and cond(p):
+                    return p
+            except (KeyError, ValueError):
+                pass  # a status field the condition reads is not there yet (not scheduled)
             time.sleep(0.03)
         raise AssertionError("pod %s: %s not reached; last: %s" % (
             name, what, json.dumps(p and p.get("status"), indent=1)))
