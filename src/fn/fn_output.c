@@ -86,10 +86,11 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
 		plen = (size_t)attached;
 	if (plen == 0)
 		return -1;
-	/* Exactly what the attach delivered, when it starts as the attach did. The same length
-	 * with another start is a log the runtime has not written to its end yet: a part from
-	 * before the attach, then less than was attached (seen to lose that part silently). */
-	if (!cut && log_len == attached && head_len >= plen && memcmp(head, prefix, plen) == 0)
+	/* Exactly what the attach delivered (stdout and stderr may be merged in another order in
+	 * the log than on the stream: the same bytes all the same). A log the runtime has not
+	 * written to its end yet, shorter by exactly what was written before the attach, looks
+	 * the same: that coincidence is not told apart (docs/internals/pod-lifecycle.md). */
+	if (!cut && log_len == attached)
 		return 0;
 	/* The usual case: the log is the part written before, then exactly what was attached. */
 	if (!cut && log_len > attached) {
@@ -105,6 +106,11 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
 	if (hit == NULL)
 		return -1;
 	*pre = (size_t)(hit - head);
+	/* An incomplete log whose first bytes the attach delivered too (later: stdout and
+	 * stderr merged in another order) cannot say what came before the attach: it must be
+	 * read again once it is complete, or those bytes would be written twice. */
+	if (!cut && log_len<attached && * pre> 0 && memmem(prefix, prefix_len, head, *pre))
+		return -1;
 	size_t rest = log_len - *pre;
 	*missing = rest > attached ? rest - (size_t)attached : 0;
 	return 0;

@@ -292,15 +292,17 @@ def test_attach_that_ends_early_fails_the_run(kubesim):
     assert r.returncode == 0 and r.stdout == data, r.stderr.decode()
 
 
-@pytest.mark.parametrize("lag", [0, "attached", 200])
+@pytest.mark.parametrize("lag", [0, 40, 200])
 def test_output_written_before_the_attach_survives_a_log_not_written_to_its_end(kubesim,
                                                                                 tmp_path, lag):
     """stderr-first writes a line before it reads stdin; its pod, started ahead by generate,
     runs before the shim attaches, so only the pod log has that line. The log read right
     after the container ended may lack the container's last bytes (its runtime still writes
-    it): as long as what the attach delivered, or shorter. The old code took the first for
-    "exactly what was attached" and the second for a rotated log, and the line was gone,
-    with no warning and exit 0 (issue 19, item 0). Now it is recovered every time."""
+    it), and is then shorter than what the attach delivered. The old code took such a log for
+    a rotated one, and the line was gone, with no warning and exit 0 (issue 19, item 0). Now
+    it is recovered every time. (A lag of exactly the early line's length makes a log as
+    long as the attach, which the lining-up cannot tell from the same bytes merged in
+    another order: not tested, docs/internals/pod-lifecycle.md.)"""
     if EXEC_MODE:  # the exec starts the function: nothing is written before it
         return
     from test_generate import cmp_env, fn_app, generate
@@ -310,11 +312,8 @@ def test_output_written_before_the_attach_survives_a_log_not_written_to_its_end(
     assert first.returncode == 0, first.stderr.decode()
     err = first.stderr.decode()
     assert err.count("hello from stderr before stdin") == 1, err
-    if lag:
-        # the line (31 bytes) and the early part of the log line up with the attach only
-        # when the lag is counted from the end: the same length as the attach, or shorter
-        nbytes = len("hello from stderr before stdin\n") if lag == "attached" else lag
-        kubesim.faults(log_lag_bytes=nbytes, log_lag_count=1)
+    if lag:  # more than the early line (31 bytes): shorter than what was attached
+        kubesim.faults(log_lag_bytes=lag, log_lag_count=1)
     r = generate(app, env)
     err = r.stderr.decode()
     assert r.returncode == 0 and r.stdout == first.stdout, err

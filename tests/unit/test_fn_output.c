@@ -2,6 +2,7 @@
  * container with what the attach delivered (the part only the log has, and output the
  * attach lost). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "fn/fn_output.h"
@@ -44,18 +45,33 @@ TEST(log_split)
 TEST(log_split_of_a_log_not_written_to_its_end)
 {
 	size_t m;
-	/* "early\n" before the attach; attached "late\nmore\n" (10, of which "late" is at
-	 * hand), the log lags 6 bytes: as long as the attach */
-	CHECK_INT(split("early\nlate", false, 10, "late", &m), 6);
-	CHECK_INT(m, 0);
-	/* lags more: shorter than the attach, the start of the attached output is there */
+	/* "early\n" before the attach; attached "late\nmore\n" (10): the log lags more than
+	 * the early part, so it is shorter than the attach; the start of the attached output is
+	 * there */
 	CHECK_INT(split("early\nlat", false, 10, "lat", &m), 6);
 	CHECK_INT(m, 0);
 	/* the early part not in the log yet either: nothing to line up, read again */
 	CHECK_INT(split("", false, 10, "late\nmore\n", &m), -1);
-	/* as long as the attach and starting as it did: exactly what was attached */
+	/* as long as the attach: exactly what was attached, also merged in another order (a
+	 * stderr line first in the log, last on the stream: never taken for an early part,
+	 * which would write it twice; seen with kpt on the real cluster) */
 	CHECK_INT(split("late\nmore\n", false, 10, "late\nmore\n", &m), 0);
+	CHECK_INT(split("err\nout-out\n", false, 12, "out-out\nerr\n", &m), 0);
 	CHECK_INT(m, 0);
+	/* incomplete and merged in another order: its first bytes came on the stream too, so
+	 * nothing can be said yet (read again); the same log with an early part it did not
+	 * deliver is lined up */
+	char attached[305], lagging[285], early[286];
+	memset(attached, 'A', 300);
+	memcpy(attached + 300, "err\n", 5);
+	memcpy(lagging, "err\n", 4);
+	memset(lagging + 4, 'A', 280);
+	lagging[284] = '\0';
+	CHECK_INT(split(lagging, false, 304, attached, &m), -1);
+	memcpy(early, "pre\n\n", 5);
+	memset(early + 5, 'A', 280);
+	early[285] = '\0';
+	CHECK_INT(split(early, false, 304, attached, &m), 5);
 	/* stdout and stderr in another order in the log: the first bytes still line up */
 	CHECK_INT(split("err\nout\n", false, 8, "err\nout\n", &m), 0);
 }
