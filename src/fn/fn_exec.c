@@ -149,14 +149,8 @@ static int call_data(void *ud, char type, const char *data, size_t len)
 {
 	struct session_call *c = ud;
 	if (type == FRAME_OUT) {
-		uint64_t max = (uint64_t)fn_pod_settings(c->p)->max_output;
-		if (max && c->res->bytes_out + len > max)
-			return err_set(&c->failed, ERR_IO,
-			               "function %s: pod %s/%s: the function's stdout passed "
-			               "KRMPOD_MAX_OUTPUT (%llu bytes): raise it, or make the "
-			               "function's output smaller",
-			               fn_pod_request(c->p)->image, fn_pod_namespace(c->p),
-			               fn_pod_name(c->p), (unsigned long long)max);
+		if (fn_pod_check_output(c->p, c->res->bytes_out + len, false, &c->failed) < 0)
+			return -1;
 		c->res->bytes_out += len;
 		return fd_write_all(c->io->out_fd, data, len, "stdout", &c->failed) < 0 ? -1 : 0;
 	}

@@ -34,15 +34,8 @@ static int write_log_output(struct fn_pod *p, const struct fn_io *io, const char
 {
 	if (n == 0)
 		return 0;
-	uint64_t max = (uint64_t)fn_pod_settings(p)->max_output;
-	if (to_stdout && max && stdout_before + n > max)
-		return err_set(
-		        err, ERR_IO,
-		        "function %s: pod %s/%s: the function's stdout (%llu bytes with what "
-		        "only its pod log holds) passed KRMPOD_MAX_OUTPUT (%llu bytes): raise "
-		        "it, or make the function's output smaller",
-		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
-		        (unsigned long long)(stdout_before + n), (unsigned long long)max);
+	if (to_stdout && fn_pod_check_output(p, stdout_before + n, true, err) < 0)
+		return -1;
 	if (to_stdout)
 		log_warn("%s: its %zu bytes of output come from the pod log, where stdout "
 		         "and stderr cannot be told apart: all of it goes to stdout",

@@ -80,6 +80,21 @@ int fn_pod_open(struct kube_config *cfg, const struct settings *s, const struct 
 	return 0;
 }
 
+int fn_pod_check_output(const struct fn_pod *p, uint64_t bytes, bool from_log, struct err **err)
+{
+	uint64_t max = (uint64_t)p->s->max_output;
+	if (max == 0 || bytes <= max)
+		return 0;
+	char counted[96] = "";
+	if (from_log)
+		snprintf(counted, sizeof(counted), " (%llu bytes with what only its pod log holds)",
+		         (unsigned long long)bytes);
+	return err_set(err, ERR_IO,
+	               "function %s: pod %s/%s: the function's stdout%s passed KRMPOD_MAX_OUTPUT "
+	               "(%llu bytes): raise it, or make the function's output smaller",
+	               p->req->image, p->ns, p->name, counted, (unsigned long long)max);
+}
+
 int fn_pod_cancelled(const struct fn_pod *p, const char *during, struct err **err)
 {
 	int signo = *p->cancel;

@@ -106,6 +106,11 @@ int fn_pod_read_log(struct fn_pod *p, size_t limit, size_t head, struct buf *out
  * what was going on. */
 int fn_pod_cancelled(const struct fn_pod *p, const char *during, struct err **err);
 
+/* Whether `bytes` of the function's stdout stay within KRMPOD_MAX_OUTPUT: 0, or -1 with an
+ * ERR_IO error naming the function, its pod and the setting. `from_log`: they count output
+ * only the pod log holds (said with the count). */
+int fn_pod_check_output(const struct fn_pod *p, uint64_t bytes, bool from_log, struct err **err);
+
 /* Read-only views for messages and callers. */
 const char *fn_pod_name(const struct fn_pod *p); /* NULL before fn_pod_acquire */
 const char *fn_pod_namespace(const struct fn_pod *p);
