@@ -318,3 +318,22 @@ def test_output_written_before_the_attach_survives_a_log_not_written_to_its_end(
     err = r.stderr.decode()
     assert r.returncode == 0 and r.stdout == first.stdout, err
     assert err.count("hello from stderr before stdin") == 1, err
+
+
+def test_a_log_that_never_lines_up_is_said_at_warning_level(kubesim, tmp_path):
+    """A pod log that stays shorter than the attach's start for all of its re-reads (2 s):
+    krmpod cannot recover output written before the attach, and says so as a warning (it
+    was a debug line, so the loss was silent). The attach's own output is whole."""
+    if EXEC_MODE:
+        return
+    from test_generate import cmp_env, fn_app, generate
+    app = fn_app(tmp_path, "example.com/stderr-first:v1")
+    env = cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="true")
+    first = generate(app, env)
+    assert first.returncode == 0, first.stderr.decode()
+    kubesim.faults(log_lag_bytes=1 << 20, log_lag_count=1000)
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout == first.stdout, err
+    assert "warning: the pod log (0 bytes) does not line up with the" in err, err
+    assert "output written before the attach, if any, is not recovered" in err, err
