@@ -126,15 +126,17 @@ integration: test-deps build/asan/krmpod build/krmpod build/glibc/krmpod
 # The real-cluster tier: krmpod installed from manifests/ on the project's real Kubernetes
 # (scripts/realkube: upstream Kubernetes, CoreDNS and kube-router built from the Go module
 # proxy by scripts/build-peers.sh; started here unless it runs already, and then stopped
-# again), with locally built images, driven as Argo CD drives the sidecar (tests/realkube).
+# again), with locally built images, under upstream Argo CD (built from the Go module proxy,
+# installed from its own install.yaml) and driven as Argo CD drives the sidecar
+# (tests/realkube).
 REALKUBE ?= $(CURDIR)/scripts/realkube
-build/realkube/argocd-cmp-server: tests/realkube/argocd-cmp-server.c
+build/realkube/cmp-hook-run: tests/realkube/cmp-hook-run.c
 	@mkdir -p $(@D)
 	musl-gcc -static -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -o $@ $<
 
 # tests/realkube_lifecycle first: scripts/realkube's own start/stop promises (they stop the
 # cluster, and start it again at their end when it ran before).
-realkube-test: test-deps build/krmpod build/realkube/argocd-cmp-server
+realkube-test: test-deps build/krmpod build/realkube/cmp-hook-run
 	REALKUBE=$(REALKUBE) $(PYTHON) -m pytest -q tests/realkube_lifecycle
 	REALKUBE=$(REALKUBE) KRMPOD_BIN=$(CURDIR)/build/krmpod $(PYTHON) -m pytest -q tests/realkube
 

@@ -8,9 +8,11 @@
 #   kube-next    the newest Kubernetes minor (tests/tools/kube-next), only when named: tried
 #                by hand with REALKUBE_BIN_DIR (docs/testing.md, "Kubernetes 1.37")
 #   argocd       upstream Argo CD's multi-call `argocd` binary (github.com/argoproj/argo-cd/v3,
-#                tests/tools/argocd), only when named (the real-Argo-CD tier, issue 20, is
-#                not in `make test` yet); its go.mod needs Go 1.27, which the go command
-#                takes from the module proxy (GOTOOLCHAIN=go1.27.3)
+#                tests/tools/argocd), for the real Argo CD the real-cluster tier installs
+#   kustomize    kustomize at the release the pinned Argo CD's image carries (its
+#                hack/tool-versions.sh), tests/tools/kustomize: the argocd image's kustomize
+# argocd and kustomize need Go 1.27 (their go.mod), which the go command takes from the
+# module proxy (GOTOOLCHAIN=go1.27.3).
 #
 # Each peer is a Go module of its own under tests/tools/<peer>/ (their dependency graphs
 # collide), pinned by its go.mod and go.sum. A peer is built again only when its pins, this
@@ -24,7 +26,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${KRMPOD_PEERS_DIR:-$ROOT/build/peers} # another place: the tests of this script
-ALL=(kube coredns kube-router)
+ALL=(kube coredns kube-router argocd kustomize)
 
 log() { echo "build-peers: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -40,6 +42,7 @@ targets() {
 		;;
 	coredns) echo "github.com/coredns/coredns" ;;
 	argocd) echo "github.com/argoproj/argo-cd/v3/cmd:argocd" ;;
+	kustomize) echo "sigs.k8s.io/kustomize/kustomize/v5:kustomize" ;;
 	kube-router) echo "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router" ;;
 	*) die "unknown peer '$1' (known: ${ALL[*]})" ;;
 	esac
@@ -75,7 +78,7 @@ ldflags() {
 # newer one, that approved release from the module proxy
 toolchain() {
 	case $1 in
-	argocd) echo go1.27.3 ;;
+	argocd | kustomize) echo go1.27.3 ;;
 	*) echo local ;;
 	esac
 }

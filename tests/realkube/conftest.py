@@ -9,7 +9,8 @@ Session, in order:
   3. fresh namespaces: `argocd` and `krmpod-functions` from an earlier run of this tier
      (labelled krmpod.dev/realkube-tier) are deleted first; ones this tier did not create
      stop the run instead of being touched;
-  4. the stand-in Argo CD repo-server (argocd-install.yaml), applied as Argo CD's docs say;
+  4. upstream Argo CD (tests/realkube/argocd.py): the release's own install.yaml, applied as
+     Argo CD's docs say, with the components a render does not need scaled to zero;
   5. manifests/ through the overlay docs/install.md ("Pin the image") tells an admin to
      write, pinning the sidecar image by the digest the import gave, applied with
      `kubectl apply --server-side --field-manager=krmpod -k`; the rollout; the new pod;
@@ -31,6 +32,7 @@ sys.path.insert(0, HERE)
 # the helpers the tiers share (tests/apptrees.py, tests/kptlib.py)
 sys.path.insert(0, os.path.dirname(HERE))
 
+import argocd  # noqa: E402
 import images  # noqa: E402
 from kube import Api, PodRecorder, kubectl  # noqa: E402
 from sidecar import Sidecar  # noqa: E402
@@ -38,8 +40,6 @@ from sidecar import Sidecar  # noqa: E402
 ROOT = images.ROOT
 REALKUBE = images.REALKUBE
 KRMPOD_BIN = os.environ.get("KRMPOD_BIN", os.path.join(ROOT, "build", "krmpod"))
-CMP_SERVER_BIN = os.environ.get("KRMPOD_CMP_SERVER_BIN",
-                                os.path.join(ROOT, "build", "realkube", "argocd-cmp-server"))
 ARGOCD_NS = "argocd"
 FN_NS = "krmpod-functions"
 MARKER = "krmpod.dev/realkube-tier"
@@ -94,7 +94,7 @@ def cluster():
 @pytest.fixture(scope="session")
 def built_images(cluster):
     t0 = time.monotonic()
-    res = images.build_all(cluster.env["REALKUBE_CONTAINERD_SOCK"], KRMPOD_BIN, CMP_SERVER_BIN)
+    res = images.build_all(cluster.env["REALKUBE_CONTAINERD_SOCK"], KRMPOD_BIN)
     log("images in %.1f s: imported %s; unchanged %d" % (
         time.monotonic() - t0, ", ".join(res["imported"]) or "none", len(res["reused"])))
     return res
@@ -205,12 +205,11 @@ def install(cluster, built_images):
         fresh_namespace(api, ns)
     created = []
     try:
-        # Argo CD, as its docs install it (the stand-in of argocd-install.yaml)
+        # Argo CD, as its docs install it
         kubectl("create", "namespace", ARGOCD_NS)
         created.append(ARGOCD_NS)
         kubectl("label", "namespace", ARGOCD_NS, MARKER + "=true")
-        kubectl("apply", "-n", ARGOCD_NS, "--server-side", "--force-conflicts", "-f",
-                os.path.join(HERE, "argocd-install.yaml"))
+        argocd.install(kubectl)
         # krmpod, as docs/install.md tells an admin
         overlay = write_overlay(built_images)
         rendered_yaml = kubectl("kustomize", overlay).stdout
@@ -220,7 +219,8 @@ def install(cluster, built_images):
         created.append(FN_NS)
         kubectl("label", "namespace", FN_NS, MARKER + "=true")
         kubectl("-n", ARGOCD_NS, "rollout", "status", "deployment/argocd-repo-server",
-                "--timeout=120s", timeout=150)
+                "--timeout=180s", timeout=200)
+        argocd.wait_ready(kubectl)
         pod = current_repo_server_pod(api)
         recorder = PodRecorder(api, FN_NS)
         log("installed in %.1f s: repo-server pod %s" % (time.monotonic() - t0, pod))

@@ -12,8 +12,7 @@ imported into realkube's containerd (nothing is pulled):
     `kubectl kustomize` embeds kustomize), plus exactly the files scripts/image-layout.sh
     lays out (the script the Dockerfile's builder stage runs), with the ENV, USER, WORKDIR,
     ENTRYPOINT and CMD of the Dockerfile's final stage, read from the Dockerfile;
-  * the Argo CD stand-in image: busybox plus tests/realkube/argocd-cmp-server.c built static,
-    at /usr/local/bin/argocd (upstream's copyutil copies that file).
+  * upstream Argo CD's images (argocd, redis), made as tests/realkube/argocd.py says.
 
 Imports are cached: build/realkube/images.json records, per image name, a digest of the
 root filesystem and config and the digest the import gave. An image is imported again only
@@ -42,7 +41,6 @@ PYTHON = "/usr/bin/python3"
 FN_IMAGE = "example.com/fns/%s:v1"
 SIDECAR_REPO = "ghcr.io/krmpod/krmpod"  # the name manifests/ uses; the tier pins it by digest
 SIDECAR_IMAGE = SIDECAR_REPO + ":realkube-test"
-ARGOCD_IMAGE = "registry.local/krmpod-test/argocd:standin"
 # Where the official kustomize image keeps kustomize (kustomize.Dockerfile), as
 # scripts/base-images.sh and the Dockerfile's KUSTOMIZE_PATH say; its WORKDIR.
 KUSTOMIZE_PATH = "/app/kustomize"
@@ -332,9 +330,11 @@ def function_config(name):
     return {"Entrypoint": ["/usr/local/bin/" + name], "User": "65534:65534"}
 
 
-def build_all(sock, krmpod_bin, cmp_server_bin, fixtures=None):
+def build_all(sock, krmpod_bin, fixtures=None):
     """Builds and imports every image; returns {"functions": {fixture: digest},
-    "sidecar": digest, "argocd": digest, "sidecar_config": cfg, "imported": [...]}."""
+    "sidecar": digest, "argocd": {"argocd": digest, "redis": digest, "names": {...}},
+    "sidecar_config": cfg, "imported": [...]}."""
+    import argocd
     fixtures = fixtures or sorted(os.listdir(FIXTURES))
     imp = Importer(sock)
     result = {"functions": {}}
@@ -357,13 +357,7 @@ def build_all(sock, krmpod_bin, cmp_server_bin, fixtures=None):
                                                   entrypoint=cfg["Entrypoint"], user=cfg["User"])
             shutil.rmtree(root)
 
-        # the Argo CD stand-in: copyutil copies /usr/local/bin/argocd
-        root = os.path.join(tmp, "argocd")
-        busybox_root(root)
-        os.makedirs(os.path.join(root, "usr", "local", "bin"))
-        shutil.copyfile(cmp_server_bin, os.path.join(root, "usr", "local", "bin", "argocd"))
-        os.chmod(os.path.join(root, "usr", "local", "bin", "argocd"), 0o755)
-        result["argocd"] = imp.image(ARGOCD_IMAGE, root, user="999:999")
+        result["argocd"] = argocd.build_images(imp)
 
         # the sidecar: kustomize stand-in base + scripts/image-layout.sh + the final stage
         root = os.path.join(tmp, "sidecar")
@@ -401,7 +395,6 @@ def build_all(sock, krmpod_bin, cmp_server_bin, fixtures=None):
 if __name__ == "__main__":
     env = dict(l[len("export "):].split("=", 1) for l in run([REALKUBE, "env"]).splitlines()
                if l.startswith("export "))
-    res = build_all(env["REALKUBE_CONTAINERD_SOCK"], os.path.join(ROOT, "build", "krmpod"),
-                    os.path.join(WORK, "argocd-cmp-server"))
+    res = build_all(env["REALKUBE_CONTAINERD_SOCK"], os.path.join(ROOT, "build", "krmpod"))
     json.dump(res, sys.stdout, indent=1, sort_keys=True)
     print()

@@ -12,7 +12,9 @@ import yaml
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURE_IMAGES = os.path.join(ROOT, "tests", "fixtures", "images")
 DIRECT_DOCKER = os.path.join(ROOT, "tests", "fixtures", "direct-docker")
-CMP_SERVER = "/var/run/argocd/argocd-cmp-server"  # manifests/: the sidecar's command
+HOOK_RUNNER_BIN = os.environ.get("KRMPOD_HOOK_RUNNER_BIN",
+                                 os.path.join(ROOT, "build", "realkube", "cmp-hook-run"))
+HOOK_RUNNER = "/tmp/.krmpod-tier/cmp-hook-run"  # copied into the sidecar (tests/realkube/cmp-hook-run.c)
 
 # What Argo CD's CMP server sets for generate (docs: the plugin environment), plus a user env
 # entry and git credentials that no function may see unless its config names them.
@@ -54,6 +56,7 @@ class Sidecar:
 
     def __init__(self, namespace, pod, container="krmpod"):
         self.namespace, self.pod, self.container = namespace, pod, container
+        self.runner_copied = False
 
     def exec_argv(self, args, stdin=False):
         return (["kubectl", "-n", self.namespace, "exec"] + (["-i"] if stdin else []) +
@@ -103,11 +106,22 @@ class Sidecar:
         assert r.returncode == 0, "unpacking the app failed: %s" % r.stderr.decode()
         return repo, path
 
+    def copy_runner(self):
+        """Copies cmp-hook-run into the sidecar's /tmp once (a new pod needs it again)."""
+        if self.runner_copied:
+            return
+        with open(HOOK_RUNNER_BIN, "rb") as f:
+            self.put(f.read(), HOOK_RUNNER)
+        r = self.sh('chmod 755 "$1"', HOOK_RUNNER)
+        assert r.returncode == 0, "chmod of %s failed: %s" % (HOOK_RUNNER, r.stderr.decode())
+        self.runner_copied = True
+
     def run_argv(self, repo, app, env, timeout_ms, hook):
-        """Runs the hook's command (plugin.yaml) in app through the CMP server stand-in (its own
-        process group, Argo CD's deadline kill), then removes the repository copy; the exit
-        status is the hook's."""
-        run = [CMP_SERVER, "run", "--timeout-ms", str(timeout_ms), "--chdir", app]
+        """Runs the hook's command (plugin.yaml) in app through cmp-hook-run (its own process
+        group, Argo CD's deadline kill), then removes the repository copy; the exit status is
+        the hook's."""
+        self.copy_runner()
+        run = [HOOK_RUNNER, "--timeout-ms", str(timeout_ms), "--chdir", app]
         for k, v in sorted(env.items()):
             run += ["--env", "%s=%s" % (k, v)]
         script = '"$@" </dev/null; rc=$?; rm -rf "$0"; exit $rc'

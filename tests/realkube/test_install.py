@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 
+import argocd
 import images
 from conftest import ARGOCD_NS, ROOT, KRMPOD_BIN, dump
 from kube import kubectl
@@ -188,10 +189,13 @@ def test_no_client_side_apply_owns_the_deployment_and_krmpod_owns_its_fields(ins
 
 
 def test_cmp_server_registered_the_plugin(install):
-    """The stand-in CMP server read the image's plugin.yaml and listens where the
-    repo-server finds plugins (the `plugins` volume, seen from Argo CD's container)."""
+    """Upstream's argocd-cmp-server, copied in by Argo CD's copyutil, read the image's
+    plugin.yaml and listens where the repo-server finds plugins (the `plugins` volume, seen
+    from Argo CD's container), under the name plugin.yaml gives (NAME-VERSION)."""
     r = kubectl("-n", ARGOCD_NS, "exec", install.pod, "-c", "argocd-repo-server", "--",
                 "test", "-S", "/home/argocd/cmp-server/plugins/krmpod-v1.sock", check=False)
     assert r.returncode == 0, "no krmpod-v1.sock in the plugins volume: %s" % r.stderr
     logs = kubectl("-n", ARGOCD_NS, "logs", install.pod, "-c", "krmpod").stdout.decode()
-    assert "serving plugin krmpod from /home/argocd/cmp-server/config/plugin.yaml" in logs, logs
+    want = "argocd-cmp-server %s" % argocd.version()
+    assert want in logs and "serving on /home/argocd/cmp-server/plugins/krmpod-v1.sock" in logs, \
+        logs
