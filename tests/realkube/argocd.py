@@ -17,8 +17,9 @@
     public.ecr.aws.
   * install.yaml is the module's own manifests/install.yaml, the very file of the release,
     applied as Argo CD's docs and e2e/install-argocd.sh apply it; what a render does not
-    need (dex, notifications, the API server, the ApplicationSet controller) is then scaled
-    to zero.
+    need (dex, notifications, the ApplicationSet controller) is then scaled to zero. The API
+    server stays: it makes the `default` AppProject and the server key at its start, as in
+    every real install.
   * The test repository is served by e2e/git-server.yaml (git daemon in the argocd image),
     from a git bundle in a ConfigMap, as e2e/serve-repo.sh serves it."""
 import hashlib
@@ -49,9 +50,9 @@ ARGOCD_LINKS = ["argocd-server", "argocd-repo-server", "argocd-cmp-server",
                 "argocd-applicationset-controller", "argocd-k8s-auth", "argocd-commit-server"]
 ARGOCD_UID = 999
 NAMESPACE = "argocd"
-# scaled to zero after the install: nothing a render needs
+# scaled to zero after the install: nothing a render needs (dex's image is not made here)
 UNNEEDED = ["deployment/argocd-dex-server", "deployment/argocd-notifications-controller",
-            "deployment/argocd-server", "deployment/argocd-applicationset-controller"]
+            "deployment/argocd-applicationset-controller"]
 GIT_SERVER = os.path.join(ROOT, "e2e", "git-server.yaml")
 GIT_NAMESPACE = "krmpod-e2e-git"
 GIT_SERVICE = "krmpod-e2e-git"
@@ -248,8 +249,8 @@ def install(kubectl):
 
 
 def wait_ready(kubectl):
-    kubectl("-n", NAMESPACE, "rollout", "status", "deployment/argocd-redis", "--timeout=180s",
-            timeout=200)
+    for d in ("deployment/argocd-redis", "deployment/argocd-server"):
+        kubectl("-n", NAMESPACE, "rollout", "status", d, "--timeout=180s", timeout=200)
     kubectl("-n", NAMESPACE, "rollout", "status", "statefulset/argocd-application-controller",
             "--timeout=180s", timeout=200)
 

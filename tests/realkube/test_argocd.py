@@ -1,0 +1,449 @@
+"""Applications through upstream Argo CD (tests/realkube/argocd.py): the real application
+controller asks the real repo-server, which fetches the test repository over git from a
+server in the cluster (e2e/git-server.yaml), builds the real tarball and sends it to the
+real argocd-cmp-server in the krmpod sidecar, which runs plugin.yaml's discover, init and
+generate. Cases a-i of issue 20 (docs/testing.md, "The real Argo CD")."""
+import json
+import os
+import re
+import time
+
+import pytest
+import yaml
+
+import argocd
+from apps import MOUNT_DATA, tree
+from conftest import ARGOCD_NS, FN_NS, MARKER, Sidecar, current_repo_server_pod, fresh_namespace
+from images import FN_IMAGE
+from kube import kubectl
+from sidecar import direct_build
+
+PLUGIN = "krmpod-v1"  # plugin.yaml: metadata.name-spec.version
+DEST_PREFIX = "krmpod-argo-"
+
+
+def fn_doc(name, image, data=None, extra=""):
+    """A containerized transformer's config (kustomize's function annotation)."""
+    return ("apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: %s\n  annotations:\n"
+            "    config.kubernetes.io/function: |\n      container:\n        image: %s\n%s%s"
+            % (name, image, extra,
+               ("data:\n" + "".join("  %s: %s\n" % kv for kv in data.items())) if data else ""))
+
+
+OBJECTS = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
+           "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n"
+           "  - port: 80\n    targetPort: 8080\n  selector:\n    app: web\n")
+LABELS = {"team": "gitops", "tier": "web"}
+
+# The test repository: one tree, every case's app under apps/.
+REPO = {
+    # a: two containerized functions (set-labels, then add-label)
+    "apps/fns/kustomization.yaml": "resources:\n- objects.yaml\ntransformers:\n- labels.yaml\n"
+                                   "- mark.yaml\n",
+    "apps/fns/objects.yaml": OBJECTS,
+    "apps/fns/labels.yaml": fn_doc("labels", FN_IMAGE % "set-labels", LABELS),
+    "apps/fns/mark.yaml": fn_doc("mark", FN_IMAGE % "add-label"),
+    # e: the same objects and a function that fails
+    "apps/fns-failing/kustomization.yaml": "resources:\n- objects.yaml\ntransformers:\n"
+                                           "- labels.yaml\n- fail.yaml\n",
+    "apps/fns-failing/objects.yaml": OBJECTS,
+    "apps/fns-failing/labels.yaml": fn_doc("labels", FN_IMAGE % "set-labels", LABELS),
+    "apps/fns-failing/fail.yaml": fn_doc("fail", FN_IMAGE % "fail"),
+    # c: no function at all: Argo CD's built-in kustomize
+    "apps/plain/kustomization.yaml": "resources:\n- objects.yaml\ncommonLabels:\n  plain: 'yes'\n",
+    "apps/plain/objects.yaml": OBJECTS,
+    # d: what a function's environment holds (read-mount reports ENV_<name>)
+    "apps/env/kustomization.yaml": "generators:\n- gen.yaml\n",
+    "apps/env/gen.yaml": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: env-probe\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n        image: %s\n"
+        "        envs:\n        - COLOR\n        - PARAM_SIZE\n        - STATIC=fixed\n"
+        "data:\n  name: seen\n  dirs: ''\n  env: COLOR,PARAM_SIZE,STATIC,ARGOCD_ENV_COLOR,"
+        "ARGOCD_APP_NAME,ARGOCD_APP_NAMESPACE,ARGOCD_APP_PARAMETERS,ARGOCD_APP_REVISION,"
+        "ARGOCD_APP_SOURCE_REPO_URL,KUBE_VERSION,KRMPOD_MODE,GIT_USERNAME,GIT_PASSWORD,"
+        "GIT_ASKPASS,HOME,PARAM_OTHER\n" % (FN_IMAGE % "read-mount")),
+    # f, h: a function that sleeps for a minute
+    "apps/slow/kustomization.yaml": "resources:\n- objects.yaml\ntransformers:\n- sleep.yaml\n",
+    "apps/slow/objects.yaml": OBJECTS,
+    "apps/slow/sleep.yaml": fn_doc("sleep", FN_IMAGE % "sleep"),
+    # i: a base in ../ and a mount, under the real tarball
+    "apps/tree/base/kustomization.yaml": "resources:\n- objects.yaml\n",
+    "apps/tree/base/objects.yaml": OBJECTS,
+    "apps/tree/overlay/kustomization.yaml": "resources:\n- ../base\ngenerators:\n- gen.yaml\n",
+    "apps/tree/overlay/gen.yaml": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mount-probe\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n        image: %s\n"
+        "        mounts:\n        - type: bind\n          src: files\n          dst: /work\n"
+        "data:\n  name: mounted\n  dirs: /work\n" % (FN_IMAGE % "read-mount")),
+}
+for _rel, _what in MOUNT_DATA.items():
+    if _rel == "empty":  # git keeps no empty directory
+        continue
+    REPO["apps/tree/overlay/files/" + _rel] = _what
+
+
+# ---- Applications --------------------------------------------------------------------------
+
+def app_manifest(name, path, plugin=None, automated=True):
+    dest = DEST_PREFIX + name
+    source = {"repoURL": argocd.GIT_URL, "targetRevision": "main", "path": path}
+    if plugin is not None:
+        source["plugin"] = plugin
+    spec = {"project": "default", "source": source,
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+            "syncPolicy": {"syncOptions": ["CreateNamespace=true"]}}
+    if automated:
+        spec["syncPolicy"]["automated"] = {"prune": True, "selfHeal": True}
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": ARGOCD_NS}, "spec": spec}
+
+
+def apply_app(manifest):
+    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=krmpod-tests",
+            "-f", "-", stdin=json.dumps(manifest).encode())
+
+
+def get_app(name):
+    return json.loads(kubectl("-n", ARGOCD_NS, "get", "application", name, "-o",
+                              "json").stdout)
+
+
+def app_state(app):
+    st = app.get("status") or {}
+    return ((st.get("sync") or {}).get("status"), (st.get("health") or {}).get("status"),
+            [c.get("type") + ": " + c.get("message", "") for c in st.get("conditions") or []])
+
+
+def wait_app(name, pred, what, timeout=180):
+    """Polls the Application until pred(app) holds; the app. Fails naming its state."""
+    deadline = time.monotonic() + timeout
+    app = None
+    while time.monotonic() < deadline:
+        app = get_app(name)
+        if pred(app):
+            return app
+        time.sleep(1)
+    raise AssertionError("Application %s: not %s within %d s; sync, health, conditions: %s\n"
+                         "operationState: %s" % (
+                             name, what, timeout, app_state(app),
+                             json.dumps((app.get("status") or {}).get("operationState"))[:3000]))
+
+
+def synced_healthy(revision):
+    def pred(app):
+        st = app.get("status") or {}
+        return (app_state(app)[:2] == ("Synced", "Healthy")
+                and (st.get("sync") or {}).get("revision") == revision
+                and not st.get("conditions"))
+    return pred
+
+
+def delete_app(name):
+    kubectl("-n", ARGOCD_NS, "delete", "application", name, "--wait=false", "--ignore-not-found")
+
+
+def refresh(name, hard=True):
+    kubectl("-n", ARGOCD_NS, "annotate", "--overwrite", "application", name,
+            "argocd.argoproj.io/refresh=%s" % ("hard" if hard else "normal"))
+
+
+def live(kind, name, ns):
+    r = kubectl("-n", ns, "get", kind, name, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def subset(want, have, path="$"):
+    """Every field of want is in have with the same value (lists: same length, item-wise)."""
+    if isinstance(want, dict):
+        assert isinstance(have, dict), "%s: %r is not a map" % (path, have)
+        for k, v in want.items():
+            assert k in have, "%s.%s is missing (live: %s)" % (path, k, sorted(have))
+            subset(v, have[k], "%s.%s" % (path, k))
+    elif isinstance(want, list):
+        assert isinstance(have, list) and len(have) == len(want), "%s: %r vs %r" % (
+            path, want, have)
+        for i, (w, h) in enumerate(zip(want, have)):
+            subset(w, h, "%s[%d]" % (path, i))
+    else:
+        assert want == have, "%s: rendered %r, live %r" % (path, want, have)
+
+
+def assert_deployed_as_rendered(rendered_yaml, ns):
+    """Every object of the docker-style render is live in ns with the rendered fields."""
+    docs = [d for d in yaml.safe_load_all(rendered_yaml) if d]
+    assert docs, "the direct render printed nothing"
+    for d in docs:
+        obj = live(d["kind"], d["metadata"]["name"], ns)
+        assert obj is not None, "%s/%s is not in %s" % (d["kind"], d["metadata"]["name"], ns)
+        want = dict(d)
+        want["metadata"] = {k: v for k, v in d["metadata"].items() if k != "namespace"}
+        subset(want, obj)
+
+
+def logs_since(pod, container, since):
+    return kubectl("-n", ARGOCD_NS, "logs", pod, "-c", container,
+                   "--since-time=" + since).stdout.decode(errors="replace")
+
+
+def now_rfc3339():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def fn_pods():
+    return [p["metadata"]["name"] for p in json.loads(
+        kubectl("-n", FN_NS, "get", "pods", "-o", "json").stdout)["items"]]
+
+
+def wait_no_fn_pods(timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = fn_pods()
+        if not left:
+            return
+        time.sleep(1)
+    raise AssertionError("function pods still in %s after %d s: %s" % (FN_NS, timeout, left))
+
+
+# ---- the module's setup --------------------------------------------------------------------
+
+class Repo:
+    def __init__(self, commit, tree_dir):
+        self.commit, self.tree = commit, tree_dir
+
+
+@pytest.fixture(scope="module")
+def repo(install, tmp_path_factory):
+    """The test repository, served in the cluster; Applications and their destinations are
+    deleted at the end."""
+    fresh_namespace(install.api, argocd.GIT_NAMESPACE)
+    work = tmp_path_factory.mktemp("argocd-repo")
+    src = work / "tree"
+    src.mkdir()
+    tree(src, REPO)
+    kubectl("create", "namespace", argocd.GIT_NAMESPACE)
+    kubectl("label", "namespace", argocd.GIT_NAMESPACE, MARKER + "=true")
+    commit = argocd.serve_repo(kubectl, str(src), install.images["argocd"]["names"]["argocd"],
+                               str(work))
+    yield Repo(commit, src)
+    apps = json.loads(kubectl("-n", ARGOCD_NS, "get", "applications", "-o", "json").stdout)
+    for a in apps["items"]:
+        delete_app(a["metadata"]["name"])
+    for ns in json.loads(kubectl("get", "namespaces", "-o", "json").stdout)["items"]:
+        if ns["metadata"]["name"].startswith(DEST_PREFIX):
+            kubectl("delete", "namespace", ns["metadata"]["name"], "--wait=false")
+    kubectl("delete", "namespace", argocd.GIT_NAMESPACE, "--wait=false")
+
+
+def direct(repo, path, tmp_path, **env):
+    r = direct_build(repo.tree / path, tmp_path, **env)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode()
+
+
+# ---- the cases -----------------------------------------------------------------------------
+
+def test_a_named_plugin_syncs_what_a_docker_render_gives(install, repo, tmp_path):
+    apply_app(app_manifest("a", "apps/fns", plugin={"name": PLUGIN}))
+    app = wait_app("a", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    assert app["status"]["sourceType"] == "Plugin", app["status"].get("sourceType")
+    assert_deployed_as_rendered(direct(repo, "apps/fns", tmp_path), DEST_PREFIX + "a")
+    cm = live("configmap", "settings", DEST_PREFIX + "a")
+    assert cm["metadata"]["labels"].get("team") == "gitops", cm["metadata"]
+    wait_no_fn_pods(30)
+
+
+def test_b_no_plugin_stanza_is_discovered_by_krmpod(install, repo, tmp_path):
+    apply_app(app_manifest("b", "apps/fns"))
+    app = wait_app("b", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    assert app["status"]["sourceType"] == "Plugin", app["status"].get("sourceType")
+    assert_deployed_as_rendered(direct(repo, "apps/fns", tmp_path), DEST_PREFIX + "b")
+
+
+def test_c_plain_kustomization_goes_to_the_built_in_kustomize_quietly(install, repo, tmp_path):
+    since = now_rfc3339()
+    time.sleep(1)
+    apply_app(app_manifest("c", "apps/plain"))
+    app = wait_app("c", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    assert app["status"]["sourceType"] == "Kustomize", app["status"].get("sourceType")
+    cm = live("configmap", "settings", DEST_PREFIX + "c")
+    assert cm["metadata"]["labels"].get("plain") == "yes", cm["metadata"]
+    pod = current_repo_server_pod(install.api)
+    for container in ("argocd-repo-server", "krmpod"):
+        text = logs_since(pod, container, since)
+        bad = [l for l in text.splitlines()
+               if re.search(r'"level":"(error|fatal)"|level=error|krmpod.*error', l)]
+        assert not bad, "%s logged errors for a plain kustomization:\n%s" % (
+            container, "\n".join(bad))
+
+
+def test_d_plugin_env_and_parameters_reach_a_function_only_as_documented(install, repo):
+    plugin = {"name": PLUGIN,
+              "env": [{"name": "COLOR", "value": "green"}],
+              "parameters": [{"name": "size", "string": "large"},
+                             {"name": "other", "string": "unnamed"}]}
+    apply_app(app_manifest("d", "apps/env", plugin=plugin))
+    wait_app("d", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    seen = live("configmap", "seen", DEST_PREFIX + "d")["data"]
+    # named in the function's config: from plugin.env (ARGOCD_ENV_COLOR), from a parameter
+    # (Argo CD's PARAM_SIZE), a literal
+    assert seen["ENV_COLOR"] == "green", seen
+    assert seen["ENV_PARAM_SIZE"] == "large", seen
+    assert seen["ENV_STATIC"] == "fixed", seen
+    # not named: nothing else of the plugin's environment
+    for name in ("ARGOCD_ENV_COLOR", "ARGOCD_APP_NAME", "ARGOCD_APP_NAMESPACE",
+                 "ARGOCD_APP_PARAMETERS", "ARGOCD_APP_REVISION", "ARGOCD_APP_SOURCE_REPO_URL",
+                 "KUBE_VERSION", "KRMPOD_MODE", "GIT_USERNAME", "GIT_PASSWORD", "GIT_ASKPASS",
+                 "PARAM_OTHER"):
+        assert seen["ENV_" + name] == "<unset>", (name, seen)
+
+
+def test_e_failing_function_is_a_comparison_error_and_prunes_nothing(install, repo):
+    apply_app(app_manifest("e", "apps/fns", plugin={"name": PLUGIN}))
+    wait_app("e", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    before = live("service", "web", DEST_PREFIX + "e")
+    apply_app(app_manifest("e", "apps/fns-failing", plugin={"name": PLUGIN}))
+    refresh("e")
+
+    def failed(app):
+        return any(c.get("type") == "ComparisonError" for c in
+                   (app.get("status") or {}).get("conditions") or [])
+    app = wait_app("e", failed, "showing a ComparisonError")
+    msg = [c["message"] for c in app["status"]["conditions"] if c["type"] == "ComparisonError"][0]
+    assert "fail: boom" in msg, msg  # the function's stderr
+    assert "krmpod" in msg, msg  # and krmpod's own message
+    time.sleep(5)  # automated sync with prune: nothing may go
+    after = live("service", "web", DEST_PREFIX + "e")
+    assert after is not None and after["metadata"]["uid"] == before["metadata"]["uid"], after
+    assert live("configmap", "settings", DEST_PREFIX + "e") is not None
+    wait_no_fn_pods(30)
+
+
+def test_g_hard_refreshes_repeated_syncs_and_two_apps_at_once(install, repo, tmp_path):
+    for n in ("g1", "g2"):
+        apply_app(app_manifest(n, "apps/fns", plugin={"name": PLUGIN}))
+    for n in ("g1", "g2"):
+        wait_app(n, synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    for _ in range(3):
+        stamps = {n: get_app(n)["status"].get("reconciledAt") for n in ("g1", "g2")}
+        time.sleep(1.1)  # reconciledAt has whole seconds
+        for n in ("g1", "g2"):
+            refresh(n)
+        for n in ("g1", "g2"):
+            wait_app(n, lambda a, n=n: (synced_healthy(repo.commit)(a) and
+                                        a["status"].get("reconciledAt") != stamps[n]
+                                        and "argocd.argoproj.io/refresh" not in
+                                        (a["metadata"].get("annotations") or {})),
+                     "refreshed and Synced")
+    ref = direct(repo, "apps/fns", tmp_path)
+    for n in ("g1", "g2"):
+        assert_deployed_as_rendered(ref, DEST_PREFIX + n)
+    wait_no_fn_pods(30)
+
+
+def test_i_base_in_parent_and_a_mount_under_the_real_tarball(install, repo, tmp_path):
+    apply_app(app_manifest("i", "apps/tree/overlay", plugin={"name": PLUGIN}))
+    wait_app("i", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    assert live("service", "web", DEST_PREFIX + "i") is not None  # from ../base
+    seen = live("configmap", "mounted", DEST_PREFIX + "i")["data"]
+    listing = seen["listing"]
+    # without preserveFileMode Argo CD's tarball makes every file 0644: run.sh (0755 in git)
+    # and private.txt (0600 in the tree) arrive as 0644 (read-mount masks the write bits)
+    assert re.search(r"^/work/run\.sh f 0?444 ", listing, re.M), listing
+    assert re.search(r"^/work/private\.txt f 0?444 ", listing, re.M), listing
+    # relative symlinks inside the tree stay links to the same file
+    assert re.search(r"^/work/link-to-nested l .*sub/nested\.txt", listing, re.M), listing
+    assert seen["work.sub.nested.txt"] == "nested\n", seen
+
+
+def test_f_render_past_argo_cds_deadline_leaves_no_pod(install, repo):
+    """The controller's repo-server timeout shortened to 20 s (argocd-cmd-params-cm,
+    controller.repo.server.timeout.seconds): the cmp-server's deadline kills generate while
+    its function sleeps; no function pod may stay."""
+    patch = {"data": {"controller.repo.server.timeout.seconds": "20"}}
+    kubectl("-n", ARGOCD_NS, "patch", "configmap", "argocd-cmd-params-cm", "--type=merge",
+            "-p", json.dumps(patch))
+    restart_controller()
+    try:
+        apply_app(app_manifest("f", "apps/slow", plugin={"name": PLUGIN}, automated=False))
+
+        def errored(app):
+            return any(c.get("type") == "ComparisonError" for c in
+                       (app.get("status") or {}).get("conditions") or [])
+        app = wait_app("f", errored, "showing a ComparisonError", timeout=120)
+        msg = [c["message"] for c in app["status"]["conditions"]
+               if c["type"] == "ComparisonError"][0]
+        # Argo CD's deadline kill (exec.CommandContext: SIGKILL to generate, SIGTERM to its
+        # process group): the shim, SIGTERMed, deleted its pod and said so
+        # (or the controller's own deadline error, when that arrives first)
+        assert ("signal: killed" in msg and "interrupted by signal 15" in msg) or \
+            "DeadlineExceeded" in msg, msg
+        delete_app("f")
+        wait_no_fn_pods(30)
+    finally:
+        delete_app("f")
+        kubectl("-n", ARGOCD_NS, "patch", "configmap", "argocd-cmd-params-cm", "--type=json",
+                "-p", json.dumps([{"op": "remove",
+                                   "path": "/data/controller.repo.server.timeout.seconds"}]),
+                check=False)
+        restart_controller()
+        wait_no_fn_pods(60)
+
+
+def doc_command(suffix):
+    """The `kubectl ... -- <suffix>` line of docs/install.md, as argv."""
+    with open(os.path.join(argocd.ROOT, "docs", "install.md")) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("kubectl ") and line.endswith("-- " + suffix):
+                return line.split()
+    raise AssertionError("docs/install.md has no `kubectl ... -- %s` line" % suffix)
+
+
+def restart_controller():
+    kubectl("-n", ARGOCD_NS, "rollout", "restart", "statefulset/argocd-application-controller")
+    kubectl("-n", ARGOCD_NS, "rollout", "status", "statefulset/argocd-application-controller",
+            "--timeout=180s", timeout=200)
+
+
+def test_h_repo_server_deleted_mid_render_leaves_no_pod(install, repo):
+    apply_app(app_manifest("h", "apps/slow", plugin={"name": PLUGIN}, automated=False))
+    deadline = time.monotonic() + 60
+    while not fn_pods():
+        assert time.monotonic() < deadline, "no function pod appeared within 60 s"
+        time.sleep(0.5)
+    old = current_repo_server_pod(install.api)
+    kubectl("-n", ARGOCD_NS, "delete", "pod", old, "--wait=false")
+    delete_app("h")
+    try:
+        kubectl("-n", ARGOCD_NS, "rollout", "status", "deployment/argocd-repo-server",
+                "--timeout=180s", timeout=200)
+        # The sidecar's processes died with its container (its PID 1, the cmp-server, exits
+        # on SIGTERM and the kernel kills the rest): the pod runs on until its
+        # activeDeadlineSeconds (KRMPOD_GENERATE_TIMEOUT), then `krmpod gc`, as
+        # docs/install.md ("Housekeeping") gives it, deletes it; --older-than 2s in place of
+        # the default 60 s (the grace a live shim gets; this one is dead), to save a minute.
+        left = fn_pods()
+        deadline = time.monotonic() + 120
+        while left and time.monotonic() < deadline:
+            phases = {p["status"].get("phase") for p in json.loads(kubectl(
+                "-n", FN_NS, "get", "pods", "-o", "json").stdout)["items"]}
+            if phases <= {"Succeeded", "Failed"}:
+                break
+            time.sleep(1)
+        time.sleep(3)
+        cmd = doc_command("krmpod gc") + ["--older-than", "2s"]
+        r = kubectl(*cmd[1:], check=False, timeout=120)
+        assert r.returncode == 0, r.stderr.decode()
+        wait_no_fn_pods(30)
+    finally:
+        # the session's sidecar is the new pod from here on
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                install.pod = current_repo_server_pod(install.api)
+                break
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        install.sidecar = Sidecar(ARGOCD_NS, install.pod)
