@@ -151,10 +151,12 @@ build/bench/measure: bench/measure.c
 	gcc -O2 -Wall -Wextra -Werror -o $@ $<
 
 # kubesim (with the kubelet's 1 s relist), then the real cluster (scripts/realkube; started
-# and stopped again unless it runs already), in one run.
-bench: test-deps build/krmpod build/bench/measure
+# and stopped again unless it runs already), then krmpod under upstream Argo CD on it, in one
+# run.
+bench: test-deps build/krmpod build/bench/measure build/realkube/cmp-hook-run
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
 	$(PYTHON) bench/realkube_bench.py --krmpod build/krmpod
+	$(PYTHON) bench/argocd_bench.py --krmpod build/krmpod
 
 # Records the real API server's answers to krmpod's requests into tests/conformance/data/
 # (needs root and scripts/realkube: it starts the cluster if it is not running, never stops

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs `krmpod generate` on this machine against the kind cluster, the way Argo CD's CMP
+# Runs `krmpod generate` on this machine against the kind cluster (or the cluster of
+# --kubeconfig), the way Argo CD's CMP
 # server runs it in the sidecar: in the app's directory, with a clean environment (env -i plus
 # PATH, HOME, KUBECONFIG) holding Argo CD's build variables, the sidecar's KRMPOD_* settings
 # (read from manifests/repo-server/argocd-repo-server.yaml) and KRMPOD_NAMESPACE. Functions
@@ -13,6 +14,9 @@
 #     --as-repo-server    authenticate as Argo CD's repo-server ServiceAccount (a token from
 #                         `kubectl create token`), to test krmpod's RBAC; default: the kind
 #                         kubeconfig's admin (context kind-krmpod-e2e)
+#     --kubeconfig FILE   another cluster with Argo CD and krmpod installed: FILE's current
+#                         context, in place of kind (the real-cluster tier runs this script so
+#                         against the project's own cluster, tests/realkube/test_argocd.py)
 #     --no-init           skip `krmpod init` (plugin.yaml's init hook, run first like Argo CD does)
 #     -e NAME=VALUE       more environment, repeatable (-e KRMPOD_LOG_LEVEL=debug,
 #                         -e ARGOCD_ENV_FOO=bar for an Application's plugin env FOO)
@@ -28,19 +32,21 @@ set -euo pipefail
 
 krmpod=$ROOT_DIR/build/krmpod
 kustomize_cmd=
+kubeconfig=
 as_repo_server=0
 run_init=1
 out=
 app_dir=$E2E_DIR/app
 extra_env=
-usage="usage: e2e/debug-generate.sh [--krmpod PATH] [--kustomize CMD] [--as-repo-server] [--no-init] [-e NAME=VALUE]... [-o FILE] [APP_DIR]"
+usage="usage: e2e/debug-generate.sh [--krmpod PATH] [--kustomize CMD] [--kubeconfig FILE] [--as-repo-server] [--no-init] [-e NAME=VALUE]... [-o FILE] [APP_DIR]"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--krmpod | --kustomize | -e | -o)
+	--krmpod | --kustomize | --kubeconfig | -e | -o)
 		[ $# -ge 2 ] || die "$1 needs a value" "$usage"
 		case $1 in
 		--krmpod) krmpod=$2 ;;
 		--kustomize) kustomize_cmd=$2 ;;
+		--kubeconfig) kubeconfig=$2 ;;
 		-e)
 			case $2 in [A-Za-z_]*=*) ;; *) die "-e wants NAME=VALUE, got '$2'" ;; esac
 			extra_env="$extra_env$2
@@ -53,7 +59,7 @@ while [ $# -gt 0 ]; do
 	--as-repo-server) as_repo_server=1 ;;
 	--no-init) run_init=0 ;;
 	-h | --help)
-		sed -n '2,25p' "$0"
+		sed -n '2,29p' "$0"
 		exit 0
 		;;
 	-*) die "unknown option '$1'" "$usage" ;;
@@ -62,7 +68,15 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-require_cluster
+if [ -n "$kubeconfig" ]; then
+	[ -r "$kubeconfig" ] || die "--kubeconfig $kubeconfig: no such readable file"
+	need_kubectl
+	kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+	kc get --raw /version >/dev/null 2>&1 ||
+		die "the cluster of $kubeconfig (its current context) does not answer" "fix: check the file and that the cluster runs"
+else
+	require_cluster
+fi
 [ -x "$krmpod" ] || die "krmpod binary '$krmpod' not found or not executable" "fix: run 'make' (builds build/krmpod), or pass --krmpod PATH"
 krmpod=$(cd "$(dirname "$krmpod")" && pwd)/$(basename "$krmpod")
 "$krmpod" version >/dev/null 2>&1 ||
@@ -79,7 +93,11 @@ make_tmpdir
 tmp=$E2E_TMP
 
 # ---- credentials: a kubeconfig file of its own, never your ~/.kube/config -----------------
-kind get kubeconfig --name "$E2E_CLUSTER" >"$tmp/kubeconfig"
+if [ -n "$kubeconfig" ]; then
+	kubectl --kubeconfig "$kubeconfig" config view --minify --flatten >"$tmp/kubeconfig"
+else
+	kind get kubeconfig --name "$E2E_CLUSTER" >"$tmp/kubeconfig"
+fi
 kcfg() { kubectl --kubeconfig "$tmp/kubeconfig" "$@"; }
 kind_user=$(kcfg config view -o jsonpath='{.contexts[0].context.user}')
 sa="system:serviceaccount:$ARGOCD_NAMESPACE:argocd-repo-server"
@@ -106,7 +124,9 @@ if [ $as_repo_server = 1 ]; then
 	kcfg config set-credentials "$kind_user" --token="$token" >/dev/null
 	log "identity: $sa (bound token, 1h)"
 else
-	log "identity: the kind admin ($kind_user)"
+	who="the kind admin"
+	[ -z "$kubeconfig" ] || who="the user of $kubeconfig"
+	log "identity: $who ($kind_user)"
 fi
 
 # ---- the environment Argo CD gives a sidecar plugin ------------------------------------------

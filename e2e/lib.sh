@@ -15,9 +15,17 @@ ROOT_DIR=$(CDPATH='' cd "$E2E_DIR/.." && pwd)
 # node image only with the release that built it, and only by digest).
 KIND_MIN_VERSION=v0.29.0
 : "${KIND_NODE_IMAGE:=kindest/node:v1.33.1@sha256:050072256b9a903bd914c0b2866828150cb229cea0efe5892e2b644d5dd3b34f}"
-# Argo CD: install.yaml of a release tag (3.3 needs server-side apply: its ApplicationSet CRD
-# is too large for client-side apply's last-applied annotation).
-: "${ARGOCD_VERSION:=v3.3.8}"
+# Argo CD: install.yaml of a release tag (3.3 and later need server-side apply: the
+# ApplicationSet CRD is too large for client-side apply's last-applied annotation).
+# The version is the one tests/tools/argocd/go.mod pins: the real-cluster tier builds that
+# release from the Go module proxy and installs the same install.yaml the same way
+# (tests/realkube/argocd.py), so kind and the project's cluster run one Argo CD.
+argocd_pinned_version() {
+	sed -n 's/^[[:space:]]*github\.com\/argoproj\/argo-cd\/v3 \(v[0-9][^[:space:]]*\).*/\1/p' \
+		"$ROOT_DIR/tests/tools/argocd/go.mod" 2>/dev/null | head -n 1
+}
+: "${ARGOCD_VERSION:=$(argocd_pinned_version)}"
+[ -n "$ARGOCD_VERSION" ] || ARGOCD_VERSION=unknown # selftest.sh fails on this
 : "${ARGOCD_INSTALL_URL:=https://raw.githubusercontent.com/argoproj/argo-cd/$ARGOCD_VERSION/manifests/install.yaml}"
 : "${ARGOCD_IMAGE:=quay.io/argoproj/argocd:$ARGOCD_VERSION}"
 

@@ -8,7 +8,8 @@
 #     (which echoes its input) seeing exactly the function images e2e/app pins, in order;
 #   * manifests/ renders the sidecar container install-krmpod.sh looks for;
 #   * application.yaml's default plugin name is the one plugin.yaml implies;
-#   * the git bundle serve-repo.sh makes clones, with e2e/app at the served path.
+#   * the git bundle serve-repo.sh makes clones, with e2e/app at the served path;
+#   * ARGOCD_VERSION is the release tests/tools/argocd/go.mod pins.
 # Unpinned function images are reported, not failed (e2e/run.sh refuses them).
 # Prints "selftest: N passed, N failed"; exits 1 when anything failed.
 set -euo pipefail
@@ -29,6 +30,12 @@ make_tmpdir
 tmp=$E2E_TMP
 scripts=
 for s in "$E2E_DIR"/*.sh; do scripts="$scripts ${s##*/}"; done
+
+# ---- one Argo CD version: the one tests/tools/argocd/go.mod pins ----------------------------
+case $ARGOCD_VERSION in
+v[0-9]*.[0-9]*.[0-9]*) ok "ARGOCD_VERSION $ARGOCD_VERSION, from tests/tools/argocd/go.mod (the real-cluster tier's Argo CD)" ;;
+*) bad "ARGOCD_VERSION '$ARGOCD_VERSION': tests/tools/argocd/go.mod names no github.com/argoproj/argo-cd/v3 release" ;;
+esac
 
 # ---- syntax and lint ------------------------------------------------------------------------
 for s in $scripts; do

@@ -6,6 +6,7 @@ generate. Cases a-i of issue 20 (docs/testing.md, "The real Argo CD")."""
 import json
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -35,6 +36,13 @@ OBJECTS = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\
            "  - port: 80\n    targetPort: 8080\n  selector:\n    app: web\n")
 LABELS = {"team": "gitops", "tier": "web"}
 
+# What Argo CD gives generate (docs: the plugin environment), as far as e2e/debug-generate.sh
+# reproduces it
+BUILD_ENV = ["ARGOCD_APP_NAME", "ARGOCD_APP_REVISION", "ARGOCD_APP_REVISION_SHORT",
+             "ARGOCD_APP_SOURCE_PATH", "ARGOCD_APP_SOURCE_REPO_URL",
+             "ARGOCD_APP_SOURCE_TARGET_REVISION", "ARGOCD_APP_PROJECT_NAME", "ARGOCD_APP_NAMESPACE",
+             "ARGOCD_APP_PARAMETERS", "KUBE_VERSION", "KUBE_API_VERSIONS"]
+
 # The test repository: one tree, every case's app under apps/.
 REPO = {
     # a: two containerized functions (set-labels, then add-label)
@@ -62,6 +70,21 @@ REPO = {
         "ARGOCD_APP_NAME,ARGOCD_APP_NAMESPACE,ARGOCD_APP_PARAMETERS,ARGOCD_APP_REVISION,"
         "ARGOCD_APP_SOURCE_REPO_URL,KUBE_VERSION,KRMPOD_MODE,GIT_USERNAME,GIT_PASSWORD,"
         "GIT_ASKPASS,HOME,PARAM_OTHER\n" % (FN_IMAGE % "read-mount")),
+    # k: a function that takes 8 s
+    "apps/slowish/kustomization.yaml": "resources:\n- objects.yaml\ntransformers:\n"
+                                       "- slow.yaml\n",
+    "apps/slowish/objects.yaml": OBJECTS,
+    "apps/slowish/slow.yaml": fn_doc("slow", FN_IMAGE % "slow-cat",
+                                     extra="        envs:\n        - SLOW_SECONDS=8\n"),
+    # l: the values of Argo CD's build environment, named one by one
+    "apps/envall/kustomization.yaml": "generators:\n- gen.yaml\n",
+    "apps/envall/gen.yaml": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: env-probe\n  annotations:\n"
+        "    config.kubernetes.io/function: |\n      container:\n        image: %s\n"
+        "        envs:\n%s"
+        "data:\n  name: build-env\n  dirs: ''\n  env: %s\n" % (
+            FN_IMAGE % "read-mount", "".join("        - %s\n" % n for n in BUILD_ENV),
+            ",".join(BUILD_ENV))),
     # f, h: a function that sleeps for a minute
     "apps/slow/kustomization.yaml": "resources:\n- objects.yaml\ntransformers:\n- sleep.yaml\n",
     "apps/slow/objects.yaml": OBJECTS,
@@ -207,8 +230,8 @@ def wait_no_fn_pods(timeout):
 # ---- the module's setup --------------------------------------------------------------------
 
 class Repo:
-    def __init__(self, commit, tree_dir):
-        self.commit, self.tree = commit, tree_dir
+    def __init__(self, commit, tree_dir, checkout):
+        self.commit, self.tree, self.checkout = commit, tree_dir, checkout
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +247,7 @@ def repo(install, tmp_path_factory):
     kubectl("label", "namespace", argocd.GIT_NAMESPACE, MARKER + "=true")
     commit = argocd.serve_repo(kubectl, str(src), install.images["argocd"]["names"]["argocd"],
                                str(work))
-    yield Repo(commit, src)
+    yield Repo(commit, src, work / "repo")
     apps = json.loads(kubectl("-n", ARGOCD_NS, "get", "applications", "-o", "json").stdout)
     for a in apps["items"]:
         delete_app(a["metadata"]["name"])
@@ -340,6 +363,56 @@ def test_g_hard_refreshes_repeated_syncs_and_two_apps_at_once(install, repo, tmp
     wait_no_fn_pods(30)
 
 
+def test_l_debug_generate_gives_what_argo_cd_gives(install, repo):
+    """e2e/debug-generate.sh, the laptop path, run against this cluster as the repo-server's
+    ServiceAccount on the served checkout: its build environment equals what the real
+    Argo CD gave the same app, but for the destination namespace (the script's own), and its
+    render succeeds with krmpod's RBAC."""
+    apply_app(app_manifest("l", "apps/envall", plugin={"name": PLUGIN}))
+    wait_app("l", synced_healthy(repo.commit), "Synced and Healthy at the commit")
+    argo = live("configmap", "build-env", DEST_PREFIX + "l")["data"]
+    env = dict(os.environ, E2E_APP_NAME="l", E2E_REPO_URL=argocd.GIT_URL)
+    r = subprocess.run([os.path.join(argocd.ROOT, "e2e", "debug-generate.sh"), "--kubeconfig",
+                        os.environ["KUBECONFIG"], "--as-repo-server", "--krmpod",
+                        os.environ.get("KRMPOD_BIN", os.path.join(argocd.ROOT, "build",
+                                                                  "krmpod")),
+                        str(repo.checkout / "apps" / "envall")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    mine = [d for d in yaml.safe_load_all(r.stdout) if d and d["metadata"]["name"] ==
+            "build-env"][0]["data"]
+    for name in BUILD_ENV:
+        a, b = argo["ENV_" + name], mine["ENV_" + name]
+        if name == "ARGOCD_APP_NAMESPACE":
+            assert a == DEST_PREFIX + "l" and b == "krmpod-e2e-dest", (a, b)
+        elif name == "KUBE_API_VERSIONS":
+            assert set(a.split(",")) == set(b.split(",")), sorted(
+                set(a.split(",")) ^ set(b.split(",")))
+        else:
+            assert a == b, (name, a, b)
+    wait_no_fn_pods(30)
+
+
+def test_j_explicit_kustomize_settings_bypass_the_plugin(install, repo):
+    """spec.source.kustomize makes the source type Kustomize: discovery never runs, and
+    Argo CD's own kustomize refuses the containerized functions (README, docs/install.md)."""
+    mark = install.recorder.mark()
+    m = app_manifest("j", "apps/fns")
+    m["spec"]["source"]["kustomize"] = {"commonLabels": {"bypass": "yes"}}
+    apply_app(m)
+
+    def errored(app):
+        return any(c.get("type") == "ComparisonError" for c in
+                   (app.get("status") or {}).get("conditions") or [])
+    app = wait_app("j", errored, "showing a ComparisonError")
+    msg = [c["message"] for c in app["status"]["conditions"] if c["type"] == "ComparisonError"][0]
+    # Argo CD's own kustomize ran it, and stopped at the functions
+    assert re.search(r"`kustomize build [^`]*/apps/fns` failed", msg), msg
+    assert "krmpod" not in msg, msg
+    install.recorder.settle()
+    assert not install.recorder.pods_since(mark), "a function pod was made for a kustomize app"
+
+
 def test_i_base_in_parent_and_a_mount_under_the_real_tarball(install, repo, tmp_path):
     apply_app(app_manifest("i", "apps/tree/overlay", plugin={"name": PLUGIN}))
     wait_app("i", synced_healthy(repo.commit), "Synced and Healthy at the commit")
@@ -353,6 +426,26 @@ def test_i_base_in_parent_and_a_mount_under_the_real_tarball(install, repo, tmp_
     # relative symlinks inside the tree stay links to the same file
     assert re.search(r"^/work/link-to-nested l .*sub/nested\.txt", listing, re.M), listing
     assert seen["work.sub.nested.txt"] == "nested\n", seen
+
+
+def test_f_krmpod_stops_before_argo_cds_default_deadline(install, repo):
+    """Under Argo CD's default 60 s, generate's own KRMPOD_GENERATE_TIMEOUT (45 s) strikes
+    first: the Application shows krmpod's message naming the setting, not a bare deadline,
+    and no pod stays."""
+    apply_app(app_manifest("f0", "apps/slow", plugin={"name": PLUGIN}, automated=False))
+
+    def errored(app):
+        return any(c.get("type") == "ComparisonError" for c in
+                   (app.get("status") or {}).get("conditions") or [])
+    try:
+        app = wait_app("f0", errored, "showing a ComparisonError", timeout=120)
+        msg = [c["message"] for c in app["status"]["conditions"]
+               if c["type"] == "ComparisonError"][0]
+        assert "KRMPOD_GENERATE_TIMEOUT (45000 ms)" in msg, msg
+        assert "DeadlineExceeded" not in msg, msg
+    finally:
+        delete_app("f0")
+    wait_no_fn_pods(30)
 
 
 def test_f_render_past_argo_cds_deadline_leaves_no_pod(install, repo):
@@ -405,6 +498,50 @@ def restart_controller():
             "--timeout=180s", timeout=200)
 
 
+def use_new_repo_server_pod(install):
+    """The session's sidecar is the repo-server's new pod from here on."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            install.pod = current_repo_server_pod(install.api)
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+    install.sidecar = Sidecar(ARGOCD_NS, install.pod)
+
+
+def test_k_repo_server_parallelism_limit_does_not_bound_generates(install, repo):
+    """reposerver.parallelism.limit=1: the repo-server releases it once the tarball is sent,
+    so two Applications' generates still run at once (docs/install.md, "How many functions
+    run at once"): only the ResourceQuota bounds function pods."""
+    cm = ["-n", ARGOCD_NS, "patch", "configmap", "argocd-cmd-params-cm"]
+    kubectl(*cm, "--type=merge", "-p", json.dumps({"data": {"reposerver.parallelism.limit": "1"}}))
+    try:
+        kubectl("-n", ARGOCD_NS, "rollout", "restart", "deployment/argocd-repo-server")
+        kubectl("-n", ARGOCD_NS, "rollout", "status", "deployment/argocd-repo-server",
+                "--timeout=180s", timeout=200)
+        use_new_repo_server_pod(install)
+        for n in ("k1", "k2"):
+            apply_app(app_manifest(n, "apps/slowish", plugin={"name": PLUGIN}))
+        most = 0
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            most = max(most, len(fn_pods()))
+            if most >= 2 or all(synced_healthy(repo.commit)(get_app(n)) for n in ("k1", "k2")):
+                break
+            time.sleep(0.3)
+        for n in ("k1", "k2"):
+            wait_app(n, synced_healthy(repo.commit), "Synced and Healthy at the commit")
+        assert most >= 2, "the two generates never ran at once (at most %d pod)" % most
+    finally:
+        # the running pod keeps the limit; test_h replaces it
+        kubectl(*cm, "--type=json", "-p", json.dumps(
+            [{"op": "remove", "path": "/data/reposerver.parallelism.limit"}]), check=False)
+    wait_no_fn_pods(30)
+
+
 def test_h_repo_server_deleted_mid_render_leaves_no_pod(install, repo):
     apply_app(app_manifest("h", "apps/slow", plugin={"name": PLUGIN}, automated=False))
     deadline = time.monotonic() + 60
@@ -436,14 +573,20 @@ def test_h_repo_server_deleted_mid_render_leaves_no_pod(install, repo):
         assert r.returncode == 0, r.stderr.decode()
         wait_no_fn_pods(30)
     finally:
-        # the session's sidecar is the new pod from here on
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                install.pod = current_repo_server_pod(install.api)
-                break
-            except AssertionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
-        install.sidecar = Sidecar(ARGOCD_NS, install.pod)
+        use_new_repo_server_pod(install)
+
+
+def test_output_past_the_generate_cap_is_krmpods_error_not_argo_cds(install, tmp_path):
+    """Argo CD's repo-server takes at most ARGOCD_GRPC_MAX_SIZE_MB (100 MiB) from a plugin and
+    fails with its own words past it; krmpod stops first, at KRMPOD_GENERATE_MAX_OUTPUT
+    (90Mi by default; 1Mi here, for a render of ~1.4 MB), prints nothing and names both."""
+    app = tmp_path / "big"
+    big = "x" * 700000
+    tree(app, {"kustomization.yaml": "resources:\n- big.yaml\ntransformers:\n- mark.yaml\n",
+               "big.yaml": "".join("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big%d\n"
+                                   "data:\n  blob: %s\n" % (i, big) for i in range(2)),
+               "mark.yaml": fn_doc("mark", FN_IMAGE % "add-label")})
+    r = install.sidecar.render(app, env={"KRMPOD_GENERATE_MAX_OUTPUT": "1Mi"})
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode != 0 and r.stdout == b"", (r.returncode, len(r.stdout), err)
+    assert "KRMPOD_GENERATE_MAX_OUTPUT" in err and "ARGOCD_GRPC_MAX_SIZE_MB" in err, err
