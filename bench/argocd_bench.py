@@ -91,6 +91,14 @@ def generate_alone(sidecar, app, n):
     for line in r.stderr.decode(errors="replace").splitlines():
         if line.startswith("krmpod["):
             log("  last generate: " + line)
+    # what mode each image ran in, said at debug level each time
+    env = dict(conftest_env(), ARGOCD_APP_NAME=APP, KRMPOD_LOG_LEVEL="debug")
+    repo, path = sidecar.upload_app(app, env)
+    r = subprocess.run(sidecar.run_argv(repo, path, env, 60000, "generate"),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for line in r.stderr.decode(errors="replace").splitlines():
+        if "exec mode, manifest" in line or "runs in attach mode" in line:
+            log("  " + line)
     return median(full), median(empty)
 
 

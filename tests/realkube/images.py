@@ -274,9 +274,26 @@ def tree_digest(path):
     return h.hexdigest()
 
 
+def registry_path(name):
+    """Where the cluster's registry keeps name (scripts/realkube's registry_path): its path
+    and tag without the registry host."""
+    n = name.split("@", 1)[0]
+    first = n.split("/", 1)[0]
+    if "/" in n and ("." in first or ":" in first or first == "localhost"):
+        rest = n.split("/", 1)[1]
+    else:
+        rest = n if "/" in n else "library/" + n
+    if ":" not in rest.rsplit("/", 1)[-1]:
+        rest += ":latest"
+    return rest
+
+
 class Importer:
     def __init__(self, sock):
         self.sock = sock
+        env = dict(l[len("export "):].split("=", 1) for l in run([REALKUBE, "env"]).splitlines()
+                   if l.startswith("export "))
+        self.registry, self.registry_ca = env["REALKUBE_REGISTRY"], env["REALKUBE_CA_CERT"]
         self.cache_path = os.path.join(WORK, "images.json")
         try:
             with open(self.cache_path) as f:
@@ -293,6 +310,28 @@ class Importer:
                 return cols[2]
         return None
 
+    def registry_has(self, name, digest):
+        """The cluster's registry serves name's tag at digest (a `realkube reset`, or an
+        import from before the registry existed, leaves it without)."""
+        import http.client
+        import ssl
+        host, port = self.registry.rsplit(":", 1)
+        path = registry_path(name)
+        repo, tag = path.rsplit(":", 1)
+        conn = http.client.HTTPSConnection(host, int(port), timeout=10,
+                                           context=ssl.create_default_context(
+                                               cafile=self.registry_ca))
+        try:
+            conn.request("HEAD", "/v2/%s/manifests/%s" % (repo, tag), headers={
+                "Accept": "application/vnd.oci.image.manifest.v1+json"})
+            r = conn.getresponse()
+            r.read()
+            return r.status == 200 and r.getheader("Docker-Content-Digest") == digest
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
     def image(self, name, rootfs, entrypoint=None, cmd=None, user=None, workdir=None, env=()):
         """Imports rootfs as name unless the same content is there already; the digest."""
         args = []
@@ -308,7 +347,8 @@ class Importer:
             args += ["--env", "%s=%s" % (k, v)]
         key = hashlib.sha256((tree_digest(rootfs) + json.dumps(args)).encode()).hexdigest()
         rec = self.cache.get(name)
-        if rec and rec["key"] == key and self.containerd_digest(name) == rec["digest"]:
+        if (rec and rec["key"] == key and self.containerd_digest(name) == rec["digest"]
+                and self.registry_has(name, rec["digest"])):
             self.reused.append(name)
             return rec["digest"]
         digest = run([REALKUBE, "image", name, rootfs] + args).strip()
