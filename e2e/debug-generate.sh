@@ -142,8 +142,27 @@ major=$(printf '%s' "$ver_json" | sed -n 's/.*"major": *"\([^"]*\)".*/\1/p' | tr
 minor=$(printf '%s' "$ver_json" | sed -n 's/.*"minor": *"\([^"]*\)".*/\1/p' | tr -d '+')
 git_version=$(printf '%s' "$ver_json" | sed -n 's/.*"gitVersion": *"v\{0,1\}\([0-9.]*\).*/\1/p')
 if version_ge "$ARGOCD_VERSION" v3.4.0; then kube_version="$git_version"; else kube_version="$major.$minor"; fi
-api_versions=$({ kc api-resources --no-headers 2>/dev/null || true; } |
-	awk '{ print $(NF-2); print $(NF-2) "/" $NF }' | LC_ALL=C sort -u | paste -sd, -)
+# KUBE_API_VERSIONS as the application controller's cluster cache sees the API (gitops-engine's
+# GetAPIResources): every served version, not only the preferred one, and only the kinds
+# that can be listed and watched (no Binding, TokenReview, SubjectAccessReviews...).
+listable_kinds() { # GROUP_VERSION: "gv" and "gv/Kind" lines from the discovery document
+	local path=/apis/$1
+	[ "$1" = v1 ] && path=/api/v1
+	kc get --raw "$path" 2>/dev/null | awk -v gv="$1" '{
+		n = split($0, parts, /\{"name":"/)
+		for (i = 2; i <= n; i++) {
+			p = parts[i]; name = p; sub(/".*/, "", name)
+			if (name ~ /\//) continue # a subresource
+			if (!match(p, /"kind":"[^"]*"/)) continue
+			kind = substr(p, RSTART + 8, RLENGTH - 9)
+			if (!match(p, /"verbs":\[[^]]*\]/)) continue
+			verbs = substr(p, RSTART, RLENGTH)
+			if (verbs ~ /"list"/ && verbs ~ /"watch"/) { print gv; print gv "/" kind }
+		}
+	}'
+}
+api_versions=$(for gv in $(kc api-versions 2>/dev/null); do listable_kinds "$gv"; done |
+	LC_ALL=C sort -u | paste -sd, -)
 
 if git -C "$app_dir" rev-parse --git-dir >/dev/null 2>&1; then
 	revision=$(git -C "$app_dir" rev-parse HEAD 2>/dev/null || echo 0000000000000000000000000000000000000000)

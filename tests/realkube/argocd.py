@@ -299,4 +299,25 @@ def serve_repo(kubectl, tree, argocd_image, work):
     kubectl("apply", "-f", "-", stdin=text.encode())
     kubectl("-n", GIT_NAMESPACE, "rollout", "status", "deployment/" + GIT_SERVICE,
             "--timeout=180s", timeout=200)
+    wait_service_routes(kubectl, GIT_NAMESPACE, GIT_SERVICE, 9418)
     return commit
+
+
+def wait_service_routes(kubectl, ns, name, port, timeout=60):
+    """Until a TCP connection to the Service's ClusterIP succeeds from this machine: a pod
+    Ready is not yet a route (kube-proxy programs the endpoint a moment later, and until
+    then a client gets `no route to host`: seen as the repo-server's first `git ls-remote`
+    failing, which Argo CD then does not retry for minutes)."""
+    import socket
+    ip = kubectl("-n", ns, "get", "service", name, "-o",
+                 "jsonpath={.spec.clusterIP}").stdout.decode().strip()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((ip, port), timeout=2).close()
+            return
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise RuntimeError("service %s/%s (%s:%d) took no connection within %d s: %s"
+                                   % (ns, name, ip, port, timeout, e))
+            time.sleep(0.2)

@@ -386,8 +386,10 @@ def test_l_debug_generate_gives_what_argo_cd_gives(install, repo):
         if name == "ARGOCD_APP_NAMESPACE":
             assert a == DEST_PREFIX + "l" and b == "krmpod-e2e-dest", (a, b)
         elif name == "KUBE_API_VERSIONS":
-            assert set(a.split(",")) == set(b.split(",")), sorted(
-                set(a.split(",")) ^ set(b.split(",")))
+            only_argo = sorted(set(a.split(",")) - set(b.split(",")))
+            only_mine = sorted(set(b.split(",")) - set(a.split(",")))
+            assert not only_argo and not only_mine, "KUBE_API_VERSIONS: only Argo CD's: %s; " \
+                "only debug-generate's: %s" % (" ".join(only_argo), " ".join(only_mine))
         else:
             assert a == b, (name, a, b)
     wait_no_fn_pods(30)
