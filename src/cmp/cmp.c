@@ -27,6 +27,7 @@
 #include "config/cmp_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
+#include "fn/fn_gc.h"
 #include "fn/shim_marker.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
@@ -472,6 +473,17 @@ static int render(struct render *r, int out_fd, struct err **err)
 	return 0;
 }
 
+/* Pods a sidecar killed mid-render left (fn_gc.h), swept now and then after a render; a
+ * failure to sweep is a warning, never the render's failure. */
+static void sweep_leftovers(char *const *envp, int64_t interval_ms)
+{
+	struct fn_gc_result res;
+	cleanup_err struct err *e = NULL;
+	if (fn_gc_periodic(envp, interval_ms, &signals_cancel, &res, &e) < 0)
+		log_warn("%s (KRMPOD_GC_INTERVAL: the sweep of leftover pods after a render)",
+		         e->msg);
+}
+
 int cmp_generate(char *const *envp, int out_fd, struct err **err)
 {
 	struct render r = {.t0 = now_ms()};
@@ -481,6 +493,8 @@ int cmp_generate(char *const *envp, int out_fd, struct err **err)
 		rc = prepare(&r, envp, err);
 	if (rc == 0)
 		rc = render(&r, out_fd, err);
+	if (r.cfg && !signals_cancel)
+		sweep_leftovers(envp, r.cs.gc_interval_ms);
 	render_free(&r);
 	return rc;
 }

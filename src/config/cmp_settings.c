@@ -15,6 +15,9 @@
 /* Argo CD's repo-server takes at most 100 MiB from a plugin (ARGOCD_GRPC_MAX_SIZE_MB), the
  * manifests as JSON strings in one gRPC message: 90 MiB of YAML leaves room for that. */
 #define DEFAULT_GENERATE_MAX_OUTPUT (90ll << 20)
+/* A sidecar killed mid-render (the repo-server pod deleted or rolled) leaves its pods to
+ * their deadline; the next generates sweep them, one LIST at most this often. */
+#define DEFAULT_GC_INTERVAL_MS (5 * 60 * 1000)
 
 static void push(struct cmp_settings *s, size_t *cap, const char *word, size_t n)
 {
@@ -124,6 +127,13 @@ static int load(struct cmp_settings *s, char *const *envp, struct err **err)
 	if (shim)
 		s->shim_dir = xstrdup(shim);
 	s->log_level_given = settings_env(envp, "KRMPOD_LOG_LEVEL") != NULL;
+	s->gc_interval_ms = DEFAULT_GC_INTERVAL_MS;
+	const char *gi = settings_env(envp, "KRMPOD_GC_INTERVAL");
+	if (gi && strcmp(gi, "0") == 0)
+		s->gc_interval_ms = 0; /* off */
+	else if (gi &&
+	         settings_parse_duration("KRMPOD_GC_INTERVAL", gi, &s->gc_interval_ms, err) < 0)
+		return -1;
 	return 0;
 }
 

@@ -30,6 +30,9 @@ struct cmp_settings {
 	bool prestart;        /* KRMPOD_PRESTART=true|false (default true): see cmp/prestart.h */
 	size_t prestart_max;  /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */
 	bool log_level_given; /* KRMPOD_LOG_LEVEL is set (else generate hands its shims info) */
+	/* KRMPOD_GC_INTERVAL (default 5m; 0: never): at most this often per sidecar, generate
+	 * deletes function pods no shim will delete any more, as `krmpod gc` does (fn_gc.h). */
+	int64_t gc_interval_ms;
 };
 
 /* Reads the hooks' settings from envp (NAME=VALUE strings). On failure *s is cleared. */

@@ -11,14 +11,21 @@
  * functions of live generate runs are never touched. */
 #include "fn/fn_gc.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/log.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
 #include "config/settings.h"
@@ -77,6 +84,24 @@ static const char *verdict(const struct json *pod, time_t now, int64_t older_tha
 	return why;
 }
 
+/* One line to o->out, or with none (generate's sweep) to the log at info level. */
+static void say(const struct fn_gc_opts *o, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+static void say(const struct fn_gc_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (o->out) {
+		vfprintf(o->out, fmt, ap);
+		fputc('\n', o->out);
+	} else {
+		cleanup_free char *line = NULL;
+		if (vasprintf(&line, fmt, ap) >= 0)
+			log_info("%s%s", strncmp(line, "gc: ", 4) == 0 ? "" : "gc: ", line);
+	}
+	va_end(ap);
+}
+
 /* Deletes (or with dry_run lists) what verdict() picks among the function pods of ns. */
 static void sweep(struct kube_client *c, const char *ns, const struct json *list,
                   const struct fn_gc_opts *o, struct fn_gc_result *res)
@@ -93,19 +118,54 @@ static void sweep(struct kube_client *c, const char *ns, const struct json *list
 			continue;
 		}
 		if (o->dry_run) {
-			fprintf(o->out, "would delete %s/%s (%s)\n", ns, name, why);
+			say(o, "would delete %s/%s (%s)", ns, name, why);
 			res->deleted++;
 			continue;
 		}
 		cleanup_err struct err *e = NULL;
 		if (kube_api_pod_delete(c, ns, name, &e) < 0) {
-			fprintf(o->out, "cannot delete %s/%s: %s\n", ns, name, e->msg);
+			say(o, "cannot delete %s/%s: %s", ns, name, e->msg);
 			res->failed++;
 		} else {
-			fprintf(o->out, "deleted %s/%s (%s)\n", ns, name, why);
+			say(o, "deleted %s/%s (%s)", ns, name, why);
 			res->deleted++;
 		}
 	}
+}
+
+/* The sweep with loaded settings and credentials (fn_gc, fn_gc_periodic). */
+static int run(const struct settings *s, struct kube_config *cfg, const struct fn_gc_opts *o,
+               struct fn_gc_result *res, struct err **err)
+{
+	struct kube_client *c = NULL;
+	cleanup_json struct json *list = NULL;
+	int rc = kube_client_new(cfg, &c, err);
+	if (rc == 0) {
+		kube_client_set_cancel(c, o->cancel);
+		rc = kube_api_pod_list(c, s->namespace, POD_LABEL_FUNCTION "=true", &list, err);
+		if (rc < 0)
+			err_wrap(err, "gc: list the function pods in %s", s->namespace);
+	}
+	if (rc == 0) {
+		sweep(c, s->namespace, list, o, res);
+		/* the warm pool: idle past its TTL, leased past the lease, beyond its size */
+		unsigned retired = 0;
+		cleanup_err struct err *pe = NULL;
+		if (fn_pool_janitor(c, s, s->namespace, epoch_ms(), o->dry_run, &retired, &pe) <
+		    0) {
+			say(o, "cannot sweep the warm pool: %s", pe->msg);
+			res->failed++;
+		}
+		res->deleted += retired;
+		if (o->out || res->deleted || res->failed)
+			say(o,
+			    "gc: %u %s, %u kept (running, or finished less than %llds ago), %u "
+			    "failed",
+			    res->deleted, o->dry_run ? "to delete" : "deleted", res->kept,
+			    (long long)(o->older_than_ms / 1000), res->failed);
+	}
+	kube_client_free(c);
+	return rc;
 }
 
 int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *res, struct err **err)
@@ -115,33 +175,56 @@ int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *re
 	struct kube_config *cfg = NULL;
 	if (fn_config_load(envp, &s, &cfg, err) < 0)
 		return -1;
-	struct kube_client *c = NULL;
-	cleanup_json struct json *list = NULL;
-	int rc = kube_client_new(cfg, &c, err);
-	if (rc == 0) {
-		kube_client_set_cancel(c, o->cancel);
-		rc = kube_api_pod_list(c, s.namespace, POD_LABEL_FUNCTION "=true", &list, err);
-		if (rc < 0)
-			err_wrap(err, "gc: list the function pods in %s", s.namespace);
+	int rc = run(&s, cfg, o, res, err);
+	kube_config_free(cfg);
+	settings_clear(&s);
+	return rc;
+}
+
+/* Whether a sweep is due: the stamp file in dir is older than interval_ms (or missing). The
+ * caller holds *lock_fd (flock) while it sweeps, so two generates do not sweep at once; it is
+ * -1 when another holds it or the directory cannot be used (no sweep then). */
+static bool sweep_due(const char *dir, int64_t interval_ms, int *lock_fd)
+{
+	*lock_fd = -1;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return false;
+	cleanup_free char *path = xasprintf("%s/gc-last-sweep", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
+	    (st.st_size > 0 && (int64_t)(time(NULL) - st.st_mtime) * 1000 < interval_ms)) {
+		close(fd);
+		return false;
 	}
-	if (rc == 0) {
-		sweep(c, s.namespace, list, o, res);
-		/* the warm pool: idle past its TTL, leased past the lease, beyond its size */
-		unsigned retired = 0;
-		cleanup_err struct err *pe = NULL;
-		if (fn_pool_janitor(c, &s, s.namespace, epoch_ms(), o->dry_run, &retired, &pe) <
-		    0) {
-			fprintf(o->out, "cannot sweep the warm pool: %s\n", pe->msg);
-			res->failed++;
-		}
-		res->deleted += retired;
-		fprintf(o->out,
-		        "gc: %u %s, %u kept (running, or finished less than %llds ago), %u "
-		        "failed\n",
-		        res->deleted, o->dry_run ? "to delete" : "deleted", res->kept,
-		        (long long)(o->older_than_ms / 1000), res->failed);
+	/* the mark: a byte (a new file is due at once), and now as its time */
+	if (pwrite(fd, "1", 1, 0) != 1 || futimens(fd, NULL) < 0) {
+		close(fd);
+		return false;
 	}
-	kube_client_free(c);
+	*lock_fd = fd;
+	return true;
+}
+
+int fn_gc_periodic(char *const *envp, int64_t interval_ms, atomic_int *cancel,
+                   struct fn_gc_result *res, struct err **err)
+{
+	*res = (struct fn_gc_result){0};
+	if (interval_ms <= 0)
+		return 0;
+	struct settings s;
+	struct kube_config *cfg = NULL;
+	if (fn_config_load(envp, &s, &cfg, err) < 0)
+		return -1;
+	cleanup_close int lock_fd = -1;
+	int rc = 0;
+	if (sweep_due(s.cache_dir, interval_ms, &lock_fd)) {
+		struct fn_gc_opts o = {.older_than_ms = FN_GC_DEFAULT_OLDER_THAN_MS,
+		                       .cancel = cancel};
+		rc = run(&s, cfg, &o, res, err) < 0 ? -1 : 1;
+	}
 	kube_config_free(cfg);
 	settings_clear(&s);
 	return rc;

@@ -19,7 +19,7 @@
 struct fn_gc_opts {
 	bool dry_run;          /* list, delete nothing */
 	int64_t older_than_ms; /* finished for at least this long */
-	FILE *out;             /* one line per pod, then a summary */
+	FILE *out;             /* one line per pod, then a summary; NULL: the log, at info */
 	atomic_int *cancel;    /* stops the requests */
 };
 
@@ -32,5 +32,12 @@ struct fn_gc_result {
  * counted in res->failed and said on out. */
 int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *res,
           struct err **err);
+
+/* generate's sweep: fn_gc with the default --older-than, what it deletes said at info level,
+ * at most once per interval_ms per cache directory (KRMPOD_CACHE_DIR: a file there records
+ * the last sweep; one sidecar, one directory). Returns 1 when it swept, 0 when the last sweep
+ * is recent, -1 on failure (the caller warns; a render does not fail for it). */
+int fn_gc_periodic(char *const *envp, int64_t interval_ms, atomic_int *cancel,
+                   struct fn_gc_result *res, struct err **err);
 
 #endif

@@ -83,3 +83,49 @@ def test_gc_bad_arguments(kubesim):
     assert r.returncode == 2 and b"--older-than" in r.stderr
     r = gc(kubesim, "--all")
     assert r.returncode == 2 and b"unknown argument --all" in r.stderr
+
+
+def test_generate_sweeps_leftovers_at_most_once_per_interval(kubesim, tmp_path):
+    """A sidecar killed mid-render (its repo-server pod deleted) leaves pods no shim will
+    delete; a later generate deletes them as `krmpod gc` would (finished for 60 s or more),
+    at most once per KRMPOD_GC_INTERVAL per sidecar (its cache directory), and never with 0."""
+    from test_generate import APP, cmp_env, generate
+
+    def leftover(name):
+        make_pod(kubesim, name, "example.com/quick-exit", FN_LABELS)
+        wait_phase(kubesim, name, "Failed")
+        kubesim.control("POST", "/kubesim/age", {"namespace": "default", "name": name,
+                                                 "seconds": 120})
+
+    try:
+        leftover("left-1")
+        make_pod(kubesim, "fresh", "example.com/quick-exit", FN_LABELS)  # its shim's still
+        wait_phase(kubesim, "fresh", "Failed")
+        r = generate(APP, cmp_env(kubesim, tmp_path))
+        err = r.stderr.decode()
+        assert r.returncode == 0, err
+        assert "gc: deleted default/left-1 (Failed, finished 12" in err, err
+        assert phase(kubesim, "left-1") is None and phase(kubesim, "fresh") == "Failed"
+        # within the interval (5 minutes by default): no second sweep
+        leftover("left-2")
+        r = generate(APP, cmp_env(kubesim, tmp_path))
+        assert r.returncode == 0 and b"gc:" not in r.stderr, r.stderr.decode()
+        assert phase(kubesim, "left-2") == "Failed"
+        # turned off
+        time.sleep(1.1)
+        r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_GC_INTERVAL="0"))
+        assert r.returncode == 0 and b"gc:" not in r.stderr, r.stderr.decode()
+        assert phase(kubesim, "left-2") == "Failed"
+        # the interval past
+        r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_GC_INTERVAL="1s"))
+        assert r.returncode == 0, r.stderr.decode()
+        assert "gc: deleted default/left-2" in r.stderr.decode(), r.stderr.decode()
+        r = generate(APP, cmp_env(kubesim, tmp_path, KRMPOD_GC_INTERVAL="1x"))
+        assert r.returncode != 0 and b"KRMPOD_GC_INTERVAL" in r.stderr, r.stderr.decode()
+    finally:
+        for name in ("left-1", "left-2", "fresh"):
+            try:
+                kubesim.control("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                                {"gracePeriodSeconds": 0})
+            except RuntimeError:
+                pass

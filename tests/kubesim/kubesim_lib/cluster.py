@@ -643,6 +643,38 @@ class Cluster:
                 pass
         force_rmtree(rt.dir)
 
+    def age_pod(self, ns, name, seconds):
+        """Moves a pod's timestamps `seconds` into the past, as if it had been created and had
+        run that much earlier (its creation, its containers' start and finish, its
+        conditions): for tests of what krmpod does with old pods. False when there is none."""
+        def back(ts):
+            if not ts:
+                return ts
+            t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ")
+            return (t - datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self.lock:
+            p = self.pods.get((ns, name))
+            if p is None:
+                return False
+            md = p["metadata"]
+            md["creationTimestamp"] = back(md.get("creationTimestamp"))
+            st = p.get("status") or {}
+            for key in ("containerStatuses", "initContainerStatuses"):
+                for cs in st.get(key) or []:
+                    for state in (cs.get("state") or {}).values():
+                        for k in ("startedAt", "finishedAt"):
+                            if k in state:
+                                state[k] = back(state[k])
+            for c in st.get("conditions") or []:
+                if "lastTransitionTime" in c:
+                    c["lastTransitionTime"] = back(c["lastTransitionTime"])
+            rt = self.runtimes.get((ns, name))
+            for c in (rt.containers.values() if rt else ()):
+                c.started_at, c.finished_at = back(c.started_at), back(c.finished_at)
+            self._bump(p)
+            self._emit("MODIFIED", ns, p)
+            return True
+
     def reset(self):
         with self.lock:
             for key in list(self.pods):

@@ -832,6 +832,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json(200, {"pods": [
                 {"namespace": p["metadata"]["namespace"], "name": p["metadata"]["name"],
                  "phase": p["status"].get("phase")} for p in pods]})
+        if path == "/kubesim/age" and method == "POST":
+            b = json.loads(body or b"{}")
+            if not s.cluster.age_pod(b["namespace"], b["name"], int(b["seconds"])):
+                return self.send_status(404, "NotFound", "no pod %s/%s" % (
+                    b["namespace"], b["name"]))
+            return self.send_json(200, {})
         return self.send_status(404, "NotFound", "no such control endpoint")
 
     # --- collections and items -------------------------------------------------------------
