@@ -89,7 +89,12 @@ def test_generate_sweeps_leftovers_at_most_once_per_interval(kubesim, tmp_path):
     """A sidecar killed mid-render (its repo-server pod deleted) leaves pods no shim will
     delete; a later generate deletes them as `krmpod gc` would (finished for 60 s or more),
     at most once per KRMPOD_GC_INTERVAL per sidecar (its cache directory), and never with 0."""
-    from test_generate import APP, cmp_env, generate
+    from test_generate import APP, generate
+    from test_generate import cmp_env as generate_env
+
+    def cmp_env(kubesim, tmp_path, **extra):  # a cache directory (the stamp) of this test's
+        return generate_env(kubesim, tmp_path, KRMPOD_CACHE_DIR=str(tmp_path / "cache"),
+                            **extra)
 
     def leftover(name):
         make_pod(kubesim, name, "example.com/quick-exit", FN_LABELS)

@@ -536,6 +536,9 @@ class Soak:
         leftovers = []
         for root, dirs, files in os.walk(tmp):
             leftovers += [os.path.relpath(os.path.join(root, x), tmp) for x in dirs + files]
+        # the sidecar's persistent cache (KRMPOD_CACHE_DIR, $TMPDIR/krmpod-cache: the stamp
+        # of generate's periodic sweep, KRMPOD_GC_INTERVAL) is meant to stay
+        leftovers = [x for x in leftovers if x.split(os.sep)[0] != "krmpod-cache"]
         if leftovers and gen_sigkilled and all(x.startswith("krmpod-") for x in leftovers):
             self.cleanup["generate_sigkill_tmp_leftovers"] += 1
         elif leftovers:
