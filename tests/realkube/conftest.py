@@ -256,7 +256,7 @@ def exec_mode(cluster, built_images, install):
             reg.push_image("fns/" + name, "v1", images.function_config(name))
         ca = "/tmp/krmpod-exec-registry-ca.crt"
         with open(pki.ca, "rb") as f:
-            install.sidecar.put(f.read(), ca)
+            install.sidecar.add_file(ca, f.read())
         yield {"KRMPOD_MODE": "exec", "KRMPOD_REGISTRY_CA": ca,
                "KRMPOD_REGISTRY_MIRRORS": "example.com=" + reg.host}
     finally:

@@ -54,9 +54,12 @@ def tar_of(directory):
 class Sidecar:
     """The `krmpod` container of the running repo-server pod."""
 
-    def __init__(self, namespace, pod, container="krmpod"):
+    def __init__(self, namespace, pod, container="krmpod", files=None):
         self.namespace, self.pod, self.container = namespace, pod, container
         self.runner_copied = False
+        # {path: bytes} the session's fixtures put into the container (a registry's CA...):
+        # copied again into a new pod of the repo-server (Sidecar(..., files=old.files))
+        self.files = dict(files or {})
 
     def exec_argv(self, args, stdin=False):
         return (["kubectl", "-n", self.namespace, "exec"] + (["-i"] if stdin else []) +
@@ -106,10 +109,18 @@ class Sidecar:
         assert r.returncode == 0, "unpacking the app failed: %s" % r.stderr.decode()
         return repo, path
 
+    def add_file(self, path, data):
+        """Puts data at path now, and again into a new pod that takes this one's files."""
+        self.files[path] = data
+        self.put(data, path)
+
     def copy_runner(self):
-        """Copies cmp-hook-run into the sidecar's /tmp once (a new pod needs it again)."""
+        """Copies cmp-hook-run (and the session's files) into the sidecar's /tmp once: a new
+        pod needs them again."""
         if self.runner_copied:
             return
+        for path, data in sorted(self.files.items()):
+            self.put(data, path)
         with open(HOOK_RUNNER_BIN, "rb") as f:
             self.put(f.read(), HOOK_RUNNER)
         r = self.sh('chmod 755 "$1"', HOOK_RUNNER)

@@ -476,11 +476,11 @@ def test_f_render_past_argo_cds_deadline_leaves_no_pod(install, repo):
         wait_no_fn_pods(30)
     finally:
         delete_app("f")
+        # the setting goes; the running controller keeps 20 s (what follows renders in less)
         kubectl("-n", ARGOCD_NS, "patch", "configmap", "argocd-cmd-params-cm", "--type=json",
                 "-p", json.dumps([{"op": "remove",
                                    "path": "/data/controller.repo.server.timeout.seconds"}]),
                 check=False)
-        restart_controller()
         wait_no_fn_pods(60)
 
 
@@ -511,7 +511,7 @@ def use_new_repo_server_pod(install):
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
-    install.sidecar = Sidecar(ARGOCD_NS, install.pod)
+    install.sidecar = Sidecar(ARGOCD_NS, install.pod, files=install.sidecar.files)
 
 
 def test_k_repo_server_parallelism_limit_does_not_bound_generates(install, repo):
