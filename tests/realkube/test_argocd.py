@@ -545,7 +545,9 @@ def test_k_repo_server_parallelism_limit_does_not_bound_generates(install, repo)
 
 
 def test_h_repo_server_deleted_mid_render_leaves_no_pod(install, repo):
-    apply_app(app_manifest("h", "apps/slow", plugin={"name": PLUGIN}, automated=False))
+    """The repo-server pod deleted while a function (8 s) runs: its pod is left, finishes on
+    its own, and `krmpod gc` deletes it (a later generate would too: test_gc.py)."""
+    apply_app(app_manifest("h", "apps/slowish", plugin={"name": PLUGIN}, automated=False))
     deadline = time.monotonic() + 60
     while not fn_pods():
         assert time.monotonic() < deadline, "no function pod appeared within 60 s"
@@ -557,8 +559,8 @@ def test_h_repo_server_deleted_mid_render_leaves_no_pod(install, repo):
         kubectl("-n", ARGOCD_NS, "rollout", "status", "deployment/argocd-repo-server",
                 "--timeout=180s", timeout=200)
         # The sidecar's processes died with its container (its PID 1, the cmp-server, exits
-        # on SIGTERM and the kernel kills the rest): the pod runs on until its
-        # activeDeadlineSeconds (KRMPOD_GENERATE_TIMEOUT), then `krmpod gc`, as
+        # on SIGTERM and the kernel kills the rest): the pod runs on until its function ends
+        # (or its activeDeadlineSeconds, KRMPOD_GENERATE_TIMEOUT), then `krmpod gc`, as
         # docs/install.md ("Housekeeping") gives it, deletes it; --older-than 2s in place of
         # the default 60 s (the grace a live shim gets; this one is dead), to save a minute.
         left = fn_pods()
