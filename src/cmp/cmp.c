@@ -475,11 +475,11 @@ static int render(struct render *r, int out_fd, struct err **err)
 
 /* Pods a sidecar killed mid-render left (fn_gc.h), swept now and then after a render; a
  * failure to sweep is a warning, never the render's failure. */
-static void sweep_leftovers(char *const *envp, int64_t interval_ms)
+static void sweep_leftovers(struct render *r)
 {
 	struct fn_gc_result res;
 	cleanup_err struct err *e = NULL;
-	if (fn_gc_periodic(envp, interval_ms, &signals_cancel, &res, &e) < 0)
+	if (fn_gc_periodic(&r->fs, r->cfg, r->cs.gc_interval_ms, &signals_cancel, &res, &e) < 0)
 		log_warn("%s (KRMPOD_GC_INTERVAL: the sweep of leftover pods after a render)",
 		         e->msg);
 }
@@ -494,7 +494,7 @@ int cmp_generate(char *const *envp, int out_fd, struct err **err)
 	if (rc == 0)
 		rc = render(&r, out_fd, err);
 	if (r.cfg && !signals_cancel)
-		sweep_leftovers(envp, r.cs.gc_interval_ms);
+		sweep_leftovers(&r);
 	render_free(&r);
 	return rc;
 }

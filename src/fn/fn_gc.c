@@ -97,7 +97,7 @@ static void say(const struct fn_gc_opts *o, const char *fmt, ...)
 	} else {
 		cleanup_free char *line = NULL;
 		if (vasprintf(&line, fmt, ap) >= 0)
-			log_info("%s%s", strncmp(line, "gc: ", 4) == 0 ? "" : "gc: ", line);
+			log_info("gc: %s", line);
 	}
 	va_end(ap);
 }
@@ -159,9 +159,10 @@ static int run(const struct settings *s, struct kube_config *cfg, const struct f
 		res->deleted += retired;
 		if (o->out || res->deleted || res->failed)
 			say(o,
-			    "gc: %u %s, %u kept (running, or finished less than %llds ago), %u "
+			    "%s%u %s, %u kept (running, or finished less than %llds ago), %u "
 			    "failed",
-			    res->deleted, o->dry_run ? "to delete" : "deleted", res->kept,
+			    o->out ? "gc: " : "", res->deleted,
+			    o->dry_run ? "to delete" : "deleted", res->kept,
 			    (long long)(o->older_than_ms / 1000), res->failed);
 	}
 	kube_client_free(c);
@@ -208,24 +209,13 @@ static bool sweep_due(const char *dir, int64_t interval_ms, int *lock_fd)
 	return true;
 }
 
-int fn_gc_periodic(char *const *envp, int64_t interval_ms, atomic_int *cancel,
-                   struct fn_gc_result *res, struct err **err)
+int fn_gc_periodic(const struct settings *s, struct kube_config *cfg, int64_t interval_ms,
+                   atomic_int *cancel, struct fn_gc_result *res, struct err **err)
 {
 	*res = (struct fn_gc_result){0};
-	if (interval_ms <= 0)
-		return 0;
-	struct settings s;
-	struct kube_config *cfg = NULL;
-	if (fn_config_load(envp, &s, &cfg, err) < 0)
-		return -1;
 	cleanup_close int lock_fd = -1;
-	int rc = 0;
-	if (sweep_due(s.cache_dir, interval_ms, &lock_fd)) {
-		struct fn_gc_opts o = {.older_than_ms = FN_GC_DEFAULT_OLDER_THAN_MS,
-		                       .cancel = cancel};
-		rc = run(&s, cfg, &o, res, err) < 0 ? -1 : 1;
-	}
-	kube_config_free(cfg);
-	settings_clear(&s);
-	return rc;
+	if (interval_ms <= 0 || !sweep_due(s->cache_dir, interval_ms, &lock_fd))
+		return 0;
+	struct fn_gc_opts o = {.older_than_ms = FN_GC_DEFAULT_OLDER_THAN_MS, .cancel = cancel};
+	return run(s, cfg, &o, res, err) < 0 ? -1 : 1;
 }

@@ -13,6 +13,8 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "config/settings.h"
+#include "kube/kubeconfig.h"
 
 #define FN_GC_DEFAULT_OLDER_THAN_MS 60000
 
@@ -34,10 +36,11 @@ int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *re
           struct err **err);
 
 /* generate's sweep: fn_gc with the default --older-than, what it deletes said at info level,
- * at most once per interval_ms per cache directory (KRMPOD_CACHE_DIR: a file there records
- * the last sweep; one sidecar, one directory). Returns 1 when it swept, 0 when the last sweep
- * is recent, -1 on failure (the caller warns; a render does not fail for it). */
-int fn_gc_periodic(char *const *envp, int64_t interval_ms, atomic_int *cancel,
-                   struct fn_gc_result *res, struct err **err);
+ * at most once per interval_ms per cache directory (s->cache_dir: a file there records the
+ * last sweep; one sidecar, one directory), with the settings and credentials generate
+ * loaded already. Returns 1 when it swept, 0 when the last sweep is recent, -1 on failure
+ * (the caller warns; a render does not fail for it). */
+int fn_gc_periodic(const struct settings *s, struct kube_config *cfg, int64_t interval_ms,
+                   atomic_int *cancel, struct fn_gc_result *res, struct err **err);
 
 #endif

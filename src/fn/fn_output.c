@@ -102,7 +102,7 @@ int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool 
 	/* An incomplete log whose first bytes the attach delivered too (later: stdout and
 	 * stderr merged in another order) cannot say what came before the attach: it must be
 	 * read again once it is complete, or those bytes would be written twice. */
-	if (!cut && log_len<attached && * pre> 0 && memmem(prefix, prefix_len, head, *pre))
+	if (!cut && *pre > 0 && (log_len < attached) && memmem(prefix, prefix_len, head, *pre))
 		return -1;
 	size_t rest = log_len - *pre;
 	*missing = rest > attached ? rest - (size_t)attached : 0;
