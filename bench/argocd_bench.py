@@ -20,6 +20,7 @@ end."""
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +35,7 @@ import argocd  # noqa: E402
 import conftest  # noqa: E402
 import images  # noqa: E402
 from kube import Api, kubectl  # noqa: E402
-from sidecar import Sidecar, direct_build  # noqa: E402
+from sidecar import ARGOCD_ENV, Sidecar, direct_build  # noqa: E402
 
 APP = "bench"
 DEST = "krmpod-bench-argocd"
@@ -80,7 +81,7 @@ def generate_alone(sidecar, app, n):
         sidecar.exec(["true"])
         empty.append(time.monotonic() - t0)
     for _ in range(n):
-        env = dict(conftest_env(), ARGOCD_APP_NAME=APP)
+        env = dict(ARGOCD_ENV, ARGOCD_APP_NAME=APP)
         repo, path = sidecar.upload_app(app, env)
         t0 = time.monotonic()
         r = subprocess.run(sidecar.run_argv(repo, path, env, 60000, "generate"),
@@ -92,7 +93,7 @@ def generate_alone(sidecar, app, n):
         if line.startswith("krmpod["):
             log("  last generate: " + line)
     # what mode each image ran in, said at debug level each time
-    env = dict(conftest_env(), ARGOCD_APP_NAME=APP, KRMPOD_LOG_LEVEL="debug")
+    env = dict(ARGOCD_ENV, ARGOCD_APP_NAME=APP, KRMPOD_LOG_LEVEL="debug")
     repo, path = sidecar.upload_app(app, env)
     r = subprocess.run(sidecar.run_argv(repo, path, env, 60000, "generate"),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -100,11 +101,6 @@ def generate_alone(sidecar, app, n):
         if "exec mode, manifest" in line or "runs in attach mode" in line:
             log("  " + line)
     return median(full), median(empty)
-
-
-def conftest_env():
-    import sidecar as sc
-    return dict(sc.ARGOCD_ENV)
 
 
 def set_mode(mode, cluster_env):
@@ -138,18 +134,11 @@ def run(krmpod, n, modes):
     made = []
     try:
         built = images.build_all(env["REALKUBE_CONTAINERD_SOCK"], krmpod)
-        for ns in (conftest.ARGOCD_NS, conftest.FN_NS, argocd.GIT_NAMESPACE):
-            conftest.fresh_namespace(api, ns)
-        for ns in (conftest.ARGOCD_NS, argocd.GIT_NAMESPACE):
-            kubectl("create", "namespace", ns)
-            kubectl("label", "namespace", ns, conftest.MARKER + "=true")
-            made.append(ns)
-        argocd.install(kubectl)
-        overlay = conftest.write_overlay(built)
-        kubectl("apply", "--server-side", "--field-manager=krmpod", "-k", overlay)
-        made.append(conftest.FN_NS)
-        kubectl("label", "namespace", conftest.FN_NS, conftest.MARKER + "=true")
-        argocd.wait_ready(kubectl)
+        conftest.install_all(api, built, made)
+        conftest.fresh_namespace(api, argocd.GIT_NAMESPACE)
+        kubectl("create", "namespace", argocd.GIT_NAMESPACE)
+        kubectl("label", "namespace", argocd.GIT_NAMESPACE, conftest.MARKER + "=true")
+        made.append(argocd.GIT_NAMESPACE)
         tree = os.path.join(tmp, "tree")
         apptrees.three_function_app(os.path.join(tree, PATH_IN_REPO))
         commit = argocd.serve_repo(kubectl, tree, built["argocd"]["names"]["argocd"], tmp)
@@ -200,7 +189,6 @@ def run(krmpod, n, modes):
                 "--wait=false", check=False)
         for ns in made + [DEST]:
             kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
-        import shutil
         shutil.rmtree(tmp, ignore_errors=True)
         if started_here:
             subprocess.run([images.REALKUBE, "stop"], stdout=subprocess.PIPE,

@@ -9,7 +9,8 @@
 #   * manifests/ renders the sidecar container install-krmpod.sh looks for;
 #   * application.yaml's default plugin name is the one plugin.yaml implies;
 #   * the git bundle serve-repo.sh makes clones, with e2e/app at the served path;
-#   * ARGOCD_VERSION is the release tests/tools/argocd/go.mod pins.
+#   * ARGOCD_VERSION is the release tests/tools/argocd/go.mod pins;
+#   * debug-generate.sh --kubeconfig names a file that is not there.
 # Unpinned function images are reported, not failed (e2e/run.sh refuses them).
 # Prints "selftest: N passed, N failed"; exits 1 when anything failed.
 set -euo pipefail
@@ -143,6 +144,15 @@ if command -v git >/dev/null 2>&1; then
 	else
 		bad "making or cloning the git bundle failed: $(cat "$tmp/err" 2>/dev/null)"
 	fi
+fi
+
+# ---- debug-generate.sh --kubeconfig: a file that is not there is named -------------------------
+if "$E2E_DIR/debug-generate.sh" --kubeconfig "$tmp/no-such-kubeconfig" >"$tmp/out" 2>"$tmp/err"; then
+	bad "debug-generate.sh --kubeconfig with a missing file exited 0"
+elif grep -q -- "--kubeconfig $tmp/no-such-kubeconfig: no such readable file" "$tmp/err"; then
+	ok "debug-generate.sh --kubeconfig names a missing file"
+else
+	bad "debug-generate.sh --kubeconfig with a missing file said: $(cat "$tmp/err")"
 fi
 
 printf 'selftest: %d passed, %d failed\n' "$passed" "$failed"

@@ -134,3 +134,17 @@ def test_generate_sweeps_leftovers_at_most_once_per_interval(kubesim, tmp_path):
                                 {"gracePeriodSeconds": 0})
             except RuntimeError:
                 pass
+
+
+def test_a_sweep_that_cannot_list_warns_and_the_render_stands(kubesim, tmp_path):
+    """The sweep after a render is never the render's failure: a LIST the API server refuses
+    is a warning naming the setting, and the manifests are printed."""
+    from test_generate import APP, generate
+    from test_generate import cmp_env as generate_env
+    kubesim.faults(http_errors=[{"status": 403, "count": 1, "method": "GET",
+                                 "query": {"labelSelector": "krmpod.dev/function=true"}}])
+    r = generate(APP, generate_env(kubesim, tmp_path, KRMPOD_CACHE_DIR=str(tmp_path / "c")))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout, err
+    assert "warning" in err and "gc: list the function pods in default" in err, err
+    assert "(KRMPOD_GC_INTERVAL: the sweep of leftover pods after a render)" in err, err

@@ -197,31 +197,35 @@ def current_repo_server_pod(api):
     return pods[0]["metadata"]["name"]
 
 
+def install_all(api, built, created):
+    """Argo CD as its docs install it, then krmpod as docs/install.md tells an admin, into
+    fresh namespaces (each one made is appended to `created`, for the caller to delete);
+    (the overlay rendered, the apply's output, the ready repo-server pod's name)."""
+    import yaml
+    for ns in (ARGOCD_NS, FN_NS):
+        fresh_namespace(api, ns)
+    kubectl("create", "namespace", ARGOCD_NS)
+    created.append(ARGOCD_NS)
+    kubectl("label", "namespace", ARGOCD_NS, MARKER + "=true")
+    argocd.install(kubectl)
+    overlay = write_overlay(built)
+    rendered = [d for d in yaml.safe_load_all(kubectl("kustomize", overlay).stdout) if d]
+    out = kubectl("apply", "--server-side", "--field-manager=krmpod", "-k", overlay)
+    created.append(FN_NS)
+    kubectl("label", "namespace", FN_NS, MARKER + "=true")
+    kubectl("-n", ARGOCD_NS, "rollout", "status", "deployment/argocd-repo-server",
+            "--timeout=180s", timeout=200)
+    argocd.wait_ready(kubectl)
+    return rendered, out, current_repo_server_pod(api)
+
+
 @pytest.fixture(scope="session")
 def install(cluster, built_images):
     api = cluster.api
     t0 = time.monotonic()
-    for ns in (ARGOCD_NS, FN_NS):
-        fresh_namespace(api, ns)
     created = []
     try:
-        # Argo CD, as its docs install it
-        kubectl("create", "namespace", ARGOCD_NS)
-        created.append(ARGOCD_NS)
-        kubectl("label", "namespace", ARGOCD_NS, MARKER + "=true")
-        argocd.install(kubectl)
-        # krmpod, as docs/install.md tells an admin
-        overlay = write_overlay(built_images)
-        rendered_yaml = kubectl("kustomize", overlay).stdout
-        import yaml
-        rendered = [d for d in yaml.safe_load_all(rendered_yaml) if d]
-        out = kubectl("apply", "--server-side", "--field-manager=krmpod", "-k", overlay)
-        created.append(FN_NS)
-        kubectl("label", "namespace", FN_NS, MARKER + "=true")
-        kubectl("-n", ARGOCD_NS, "rollout", "status", "deployment/argocd-repo-server",
-                "--timeout=180s", timeout=200)
-        argocd.wait_ready(kubectl)
-        pod = current_repo_server_pod(api)
+        rendered, out, pod = install_all(api, built_images, created)
         recorder = PodRecorder(api, FN_NS)
         log("installed in %.1f s: repo-server pod %s" % (time.monotonic() - t0, pod))
         inst = Install(cluster, built_images, Sidecar(ARGOCD_NS, pod), pod, rendered,

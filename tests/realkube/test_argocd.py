@@ -161,6 +161,16 @@ def synced_healthy(revision):
     return pred
 
 
+def comparison_error(name, timeout=180):
+    """Waits until the Application shows a ComparisonError; its message."""
+    def has(app):
+        return any(c.get("type") == "ComparisonError" for c in
+                   (app.get("status") or {}).get("conditions") or [])
+    app = wait_app(name, has, "showing a ComparisonError", timeout=timeout)
+    return [c["message"] for c in app["status"]["conditions"]
+            if c["type"] == "ComparisonError"][0]
+
+
 def delete_app(name):
     kubectl("-n", ARGOCD_NS, "delete", "application", name, "--wait=false", "--ignore-not-found")
 
@@ -327,11 +337,7 @@ def test_e_failing_function_is_a_comparison_error_and_prunes_nothing(install, re
     apply_app(app_manifest("e", "apps/fns-failing", plugin={"name": PLUGIN}))
     refresh("e")
 
-    def failed(app):
-        return any(c.get("type") == "ComparisonError" for c in
-                   (app.get("status") or {}).get("conditions") or [])
-    app = wait_app("e", failed, "showing a ComparisonError")
-    msg = [c["message"] for c in app["status"]["conditions"] if c["type"] == "ComparisonError"][0]
+    msg = comparison_error("e")
     assert "fail: boom" in msg, msg  # the function's stderr
     assert "krmpod" in msg, msg  # and krmpod's own message
     time.sleep(5)  # automated sync with prune: nothing may go
@@ -403,11 +409,7 @@ def test_j_explicit_kustomize_settings_bypass_the_plugin(install, repo):
     m["spec"]["source"]["kustomize"] = {"commonLabels": {"bypass": "yes"}}
     apply_app(m)
 
-    def errored(app):
-        return any(c.get("type") == "ComparisonError" for c in
-                   (app.get("status") or {}).get("conditions") or [])
-    app = wait_app("j", errored, "showing a ComparisonError")
-    msg = [c["message"] for c in app["status"]["conditions"] if c["type"] == "ComparisonError"][0]
+    msg = comparison_error("j")
     # Argo CD's own kustomize ran it, and stopped at the functions
     assert re.search(r"`kustomize build [^`]*/apps/fns` failed", msg), msg
     assert "krmpod" not in msg, msg
@@ -436,13 +438,8 @@ def test_f_krmpod_stops_before_argo_cds_default_deadline(install, repo):
     and no pod stays."""
     apply_app(app_manifest("f0", "apps/slow", plugin={"name": PLUGIN}, automated=False))
 
-    def errored(app):
-        return any(c.get("type") == "ComparisonError" for c in
-                   (app.get("status") or {}).get("conditions") or [])
     try:
-        app = wait_app("f0", errored, "showing a ComparisonError", timeout=120)
-        msg = [c["message"] for c in app["status"]["conditions"]
-               if c["type"] == "ComparisonError"][0]
+        msg = comparison_error("f0", timeout=120)
         assert "KRMPOD_GENERATE_TIMEOUT (45000 ms)" in msg, msg
         assert "DeadlineExceeded" not in msg, msg
     finally:
@@ -461,12 +458,7 @@ def test_f_render_past_argo_cds_deadline_leaves_no_pod(install, repo):
     try:
         apply_app(app_manifest("f", "apps/slow", plugin={"name": PLUGIN}, automated=False))
 
-        def errored(app):
-            return any(c.get("type") == "ComparisonError" for c in
-                       (app.get("status") or {}).get("conditions") or [])
-        app = wait_app("f", errored, "showing a ComparisonError", timeout=120)
-        msg = [c["message"] for c in app["status"]["conditions"]
-               if c["type"] == "ComparisonError"][0]
+        msg = comparison_error("f", timeout=120)
         # Argo CD's deadline kill (exec.CommandContext: SIGKILL to generate, SIGTERM to its
         # process group): the shim, SIGTERMed, deleted its pod and said so
         # (or the controller's own deadline error, when that arrives first)

@@ -110,15 +110,15 @@ class Faults:
                 return True
             return False
 
-    def take_http_error(self, method, path):
-        return self._take_matching("http_errors", method, path)
+    def take_http_error(self, method, path, query=None):
+        return self._take_matching("http_errors", method, path, query or {})
 
     def take_http_delay(self, method, path):
         """The delay (s) of the next matching entry of http_delays, or 0."""
         d = self._take_matching("http_delays", method, path)
         return d.get("ms", 0) / 1000.0 if d else 0
 
-    def _take_matching(self, key, method, path):
+    def _take_matching(self, key, method, path, query=None):
         with self.lock:
             for e in self.data.get(key, []):
                 if e.get("count", 0) <= 0:
@@ -126,6 +126,9 @@ class Faults:
                 if e.get("method") and e["method"] != method:
                     continue
                 if e.get("path_contains") and e["path_contains"] not in path:
+                    continue
+                if any((query or {}).get(k, [None])[0] != v
+                       for k, v in (e.get("query") or {}).items()):
                     continue
                 e["count"] -= 1
                 return dict(e)

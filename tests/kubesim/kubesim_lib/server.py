@@ -602,7 +602,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         delay = faults.take_http_delay(method, path)
         if delay:
             time.sleep(delay)
-        err = faults.take_http_error(method, path)
+        err = faults.take_http_error(method, path, self.q)
         self.error_after = err if err and err.get("after") else None
         if err and not err.get("after"):
             code = err["status"]
