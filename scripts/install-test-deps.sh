@@ -2,11 +2,12 @@
 # Installs what the test suite, the demo and the benchmark need, with apt-get, only when
 # something is missing (the normal path is a few dpkg-query calls). clang and libclang-rt-dev
 # (Debian's default clang and its compiler-rt: libFuzzer and the sanitizer runtimes) build
-# the fuzz targets (tests/fuzz/fuzz.mk); clang-format and shellcheck are `make lint`'s;
+# the fuzz targets (tests/fuzz/fuzz.mk); python3-pytest-xdist runs the integration passes in
+# parallel workers; clang-format and shellcheck are `make lint`'s;
 # debootstrap makes the Debian root filesystems of the real Argo CD's images (tests/realkube).
 set -euo pipefail
 need=()
-for pkg in python3 python3-pytest python3-yaml openssl ca-certificates clang-format shellcheck git valgrind \
+for pkg in python3 python3-pytest python3-pytest-xdist python3-yaml openssl ca-certificates clang-format shellcheck git valgrind \
 	docker-registry apache2-utils clang libclang-rt-dev debootstrap; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
