@@ -11,6 +11,13 @@
 #                tests/tools/argocd), for the real Argo CD the real-cluster tier installs
 #   kustomize    kustomize at the release the pinned Argo CD's image carries (its
 #                hack/tool-versions.sh), tests/tools/kustomize: the argocd image's kustomize
+#   fn-catalog   kpt catalog functions (github.com/kptdev/krm-functions-catalog/functions/go/
+#                set-namespace, starlark), tests/tools/fn-catalog
+#   fn-apply-setters  the catalog's apply-setters, in a module of its own (an older kyaml)
+#   fn-org       an organisation's own functions on kyaml's fn/framework, source and pins in
+#                tests/tools/fn-org (app-generator, inject-defaults, file-config, net-config)
+# The functions are built as the catalog's Dockerfile builds them (no -s -w: the images'
+# sizes are upstream's); tests/realkube/images.py lays them out as its images.
 # argocd and kustomize need Go 1.27 (their go.mod), which the go command takes from the
 # module proxy (GOTOOLCHAIN=go1.27.3).
 #
@@ -26,7 +33,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${KRMPOD_PEERS_DIR:-$ROOT/build/peers} # another place: the tests of this script
-ALL=(kube coredns kube-router argocd kustomize)
+ALL=(kube coredns kube-router argocd kustomize fn-catalog fn-apply-setters fn-org)
 
 log() { echo "build-peers: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -44,6 +51,12 @@ targets() {
 	argocd) echo "github.com/argoproj/argo-cd/v3/cmd:argocd" ;;
 	kustomize) echo "sigs.k8s.io/kustomize/kustomize/v5:kustomize" ;;
 	kube-router) echo "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router" ;;
+	fn-catalog)
+		echo "github.com/kptdev/krm-functions-catalog/functions/go/set-namespace"
+		echo "github.com/kptdev/krm-functions-catalog/functions/go/starlark"
+		;;
+	fn-apply-setters) echo "github.com/kptdev/krm-functions-catalog/functions/go/apply-setters" ;;
+	fn-org) printf './%s\n' app-generator inject-defaults file-config net-config ;;
 	*) die "unknown peer '$1' (known: ${ALL[*]})" ;;
 	esac
 }
@@ -54,6 +67,7 @@ required() { (cd "$ROOT/tests/tools/$1" && GOTOOLCHAIN=$(toolchain "$1") GOFLAGS
 # -ldflags for a peer: Kubernetes reports the version its ldflags stamp (else v0.0.0-master)
 ldflags() {
 	local flags="-s -w"
+	case $1 in fn-*) flags="" ;; esac # as the catalog's Dockerfile: `go build -o ... ./`
 	if [ "$1" = kube ] || [ "$1" = kube-next ]; then
 		local v major minor
 		v=$(required "$1" k8s.io/kubernetes) || die "cannot read k8s.io/kubernetes's version from tests/tools/$1/go.mod"
@@ -87,6 +101,7 @@ stamp_of() {
 	local mod=$ROOT/tests/tools/$1
 	{
 		cat "$mod/go.mod" "$mod/go.sum"
+		find "$mod" -name '*.go' -type f -print0 | sort -z | xargs -0 -r cat # fn-org's source
 		cat "${BASH_SOURCE[0]}"
 		(cd "$mod" && GOTOOLCHAIN=$(toolchain "$1") go version)
 	} | sha256sum | cut -d' ' -f1

@@ -267,6 +267,20 @@ def exec_mode(cluster, built_images, install):
         reg.stop()
 
 
+@pytest.fixture(scope="session")
+def real_exec_mode(cluster, install):
+    """KRMPOD_MODE=exec for the real functions (tests/realkube/realfns.py): their image
+    configs are read under their real names (ghcr.io/..., example.com/...) from the cluster's
+    registry (scripts/realkube: the one containerd mirrors those names to), through
+    KRMPOD_REGISTRY_MIRRORS, trusting the cluster's CA. Returns the render env."""
+    reg = cluster.env["REALKUBE_REGISTRY"]
+    ca = "/tmp/krmpod-realkube-ca.crt"
+    with open(cluster.env["REALKUBE_CA_CERT"], "rb") as f:
+        install.sidecar.add_file(ca, f.read())
+    return {"KRMPOD_MODE": "exec", "KRMPOD_REGISTRY_CA": ca,
+            "KRMPOD_REGISTRY_MIRRORS": "ghcr.io=%s,example.com=%s" % (reg, reg)}
+
+
 @pytest.fixture(autouse=True)
 def no_pods_left(request):
     """After each test: no pod in krmpod-functions (they are deleted, and the test fails)."""

@@ -12,7 +12,9 @@ imported into realkube's containerd (nothing is pulled):
     `kubectl kustomize` embeds kustomize), plus exactly the files scripts/image-layout.sh
     lays out (the script the Dockerfile's builder stage runs), with the ENV, USER, WORKDIR,
     ENTRYPOINT and CMD of the Dockerfile's final stage, read from the Dockerfile;
-  * upstream Argo CD's images (argocd, redis), made as tests/realkube/argocd.py says.
+  * upstream Argo CD's images (argocd, redis), made as tests/realkube/argocd.py says;
+  * real KRM functions (kpt's catalog, an organisation's own) under their real names, made
+    as tests/realkube/realfns.py says.
 
 Imports are cached: build/realkube/images.json records, per image name, a digest of the
 root filesystem and config and the digest the import gave. An image is imported again only
@@ -372,9 +374,11 @@ def function_config(name):
 
 def build_all(sock, krmpod_bin, fixtures=None):
     """Builds and imports every image; returns {"functions": {fixture: digest},
+    "real": {function: {"image", "digest", "binary", "size"}},
     "sidecar": digest, "argocd": {"argocd": digest, "redis": digest, "names": {...}},
     "sidecar_config": cfg, "imported": [...]}."""
     import argocd
+    import realfns
     fixtures = fixtures or sorted(os.listdir(FIXTURES))
     imp = Importer(sock)
     result = {"functions": {}}
@@ -398,6 +402,7 @@ def build_all(sock, krmpod_bin, fixtures=None):
             shutil.rmtree(root)
 
         result["argocd"] = argocd.build_images(imp)
+        result["real"] = realfns.build_images(imp)
 
         # the sidecar: kustomize stand-in base + scripts/image-layout.sh + the final stage
         root = os.path.join(tmp, "sidecar")

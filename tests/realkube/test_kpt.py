@@ -145,3 +145,102 @@ def test_doc(install, tmp_path, fixture, want_rc, want_out):
     assert runs["pods"].returncode == want_rc, runs["pods"].stderr.decode()
     assert_same("fn doc " + fixture, runs["pods"], runs["direct"])
     assert want_out in runs["pods"].stdout, runs["pods"].stdout
+
+
+# ---- real functions (tests/realkube/realfns.py) ------------------------------------------
+
+REAL_KPTFILE = """apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+pipeline:
+  mutators:
+    - image: %s
+      configMap:
+        image: nginx:1.27.3
+        replicas: "3"
+        env: prod
+        greeting: hello, world
+    - image: %s
+      configMap:
+        namespace: shop
+    - image: %s
+      configPath: starlark.yaml
+"""
+
+
+def real_envs(install, root, mode):
+    """(env through krmpod, env of the direct run) for the real functions: kpt on this
+    machine with krmpod as docker; in exec mode the image configs come from the cluster's
+    registry under their real names, trusting the cluster's CA."""
+    import realfns
+    extra = {}
+    if mode == "exec":
+        reg = install.cluster.env["REALKUBE_REGISTRY"]
+        extra = {"KRMPOD_MODE": "exec", "KRMPOD_HELPER_IMAGE": install.pinned_image,
+                 "KRMPOD_REGISTRY_CA": install.cluster.env["REALKUBE_CA_CERT"],
+                 "KRMPOD_REGISTRY_MIRRORS": "ghcr.io=%s,example.com=%s" % (reg, reg)}
+        host = reg.rsplit(":", 1)[0]
+        pods = pods_env(install, root, **extra)
+        pods["NO_PROXY"] += "," + host
+    else:
+        pods = pods_env(install, root)
+    return pods, direct_env(root, **realfns.direct_env(install.images["real"]))
+
+
+@pytest.mark.parametrize("mode", ["attach", "exec"])
+def test_render_real_catalog_functions(install, shared_root, mode):
+    """apply-setters (the `# kpt-set:` comments kpt keeps), set-namespace and a starlark
+    script, from the catalog's modules, byte for byte the direct run, in both modes."""
+    import realfns
+    from test_realfns import DEPLOY, starlark_config
+    runs, trees = {}, {}
+    for name in ("pods", "direct"):
+        root = os.path.join(shared_root, name)
+        os.makedirs(os.path.join(root, "pkg"))
+        files = {"Kptfile": REAL_KPTFILE % tuple(realfns.image_name(n) for n in (
+                     "apply-setters", "set-namespace", "starlark")),
+                 "resources.yaml": DEPLOY,
+                 # kpt reads the config; the annotation is kustomize's and does no harm
+                 "starlark.yaml": starlark_config()}
+        for f, text in files.items():
+            with open(os.path.join(root, "pkg", f), "w") as fh:
+                fh.write(text)
+        pods, direct = real_envs(install, root, mode)
+        runs[name] = kpt(["fn", "render", "pkg"], root, pods if name == "pods" else direct)
+        trees[name] = tree(os.path.join(root, "pkg"))
+    assert runs["pods"].returncode == 0, runs["pods"].stderr.decode()
+    assert_same("fn render (real functions, %s mode)" % mode, runs["pods"], runs["direct"])
+    assert trees["pods"] == trees["direct"], (trees["pods"], trees["direct"])
+    out = trees["pods"]["resources.yaml"].decode()
+    # each function did its part: setters (kpt keeps the comments), namespace, starlark x2
+    assert "image: nginx:1.27.3 # kpt-set: ${image}" in out, out
+    assert "replicas: 6" in out and "greeting: hello, world" in out, out
+    assert out.count("namespace: shop") == 3 and "example.com/owner: platform" in out, out
+    if mode == "exec":
+        assert b"runs in attach mode" not in runs["pods"].stderr, runs["pods"].stderr.decode()
+
+
+@pytest.mark.parametrize("mode", ["attach", "exec"])
+def test_eval_real_function_over_5000_resources(install, shared_root, mode):
+    """`kpt fn eval --image set-namespace` over 5,000 resources (about 1 MB each way)."""
+    import realfns
+    n = 5000
+    docs = "".join("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%05d\n"
+                   "data:\n  index: \"%d\"\n  payload: %s\n" % (i, i, "x" * 60)
+                   for i in range(n))
+    runs, trees = {}, {}
+    for name in ("pods", "direct"):
+        root = os.path.join(shared_root, name)
+        os.makedirs(os.path.join(root, "pkg"))
+        with open(os.path.join(root, "pkg", "many.yaml"), "w") as f:
+            f.write(docs)
+        pods, direct = real_envs(install, root, mode)
+        runs[name] = kpt(["fn", "eval", "pkg", "--image", realfns.image_name("set-namespace"),
+                          "--", "namespace=bulk"], root, pods if name == "pods" else direct)
+        trees[name] = tree(os.path.join(root, "pkg"))
+    assert runs["pods"].returncode == 0, runs["pods"].stderr.decode()
+    assert_same("fn eval over %d resources (%s mode)" % (n, mode), runs["pods"], runs["direct"])
+    assert trees["pods"] == trees["direct"]
+    out = trees["pods"]["many.yaml"].decode()
+    assert out.count("namespace: bulk") == n, out[-400:]
