@@ -32,6 +32,7 @@ int cmd_unpack(int argc, char **argv, int *exit_code, struct err **err);
  * container), `krmpod hold` (the function container's command) and `krmpod call WORKDIR`
  * (one call, through pods/exec: the function's exit status is the exit code). */
 int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err);
+int cmd_net_gate(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_hold(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_call(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_serve(int argc, char **argv, int *exit_code, struct err **err);

@@ -1,8 +1,43 @@
 /* cmd_agent.c — the roles krmpod plays inside an exec-mode function pod (agent.h):
- * `krmpod install-self DIR`, `krmpod hold`, `krmpod serve WORKDIR` and
- * `krmpod call WORKDIR`. */
+ * `krmpod install-self DIR`, `krmpod net-gate MS`, `krmpod hold`,
+ * `krmpod serve WORKDIR` and `krmpod call WORKDIR`. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
 #include "agent/agent.h"
+#include "agent/agent_gate.h"
 #include "cli/cmd.h"
+#include "config/settings.h"
+
+/* "--net-gate MS" or "MS": the gate's time in milliseconds, > 0. */
+static int gate_ms(const char *text, int64_t *out, struct err **err)
+{
+	char *end = NULL;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno || end == text || *end || v <= 0)
+		return err_set(err, ERR_USAGE, "net-gate: %s is not a number of milliseconds",
+		               text);
+	*out = v;
+	return 0;
+}
+
+/* The gate, from inside the pod (agent_gate.h); says on stderr how long it waited. */
+static int run_gate(int64_t ms, struct err **err)
+{
+	int64_t waited = 0;
+	if (agent_net_gate(getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT"), ms,
+	                   &waited, err) < 0)
+		return -1;
+	if (waited >= AGENT_GATE_RETRY_MS)
+		fprintf(stderr, "krmpod net-gate: isolated after %lld ms\n", (long long)waited);
+	return 0;
+}
 
 int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err)
 {
@@ -11,6 +46,35 @@ int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err)
 		               "usage: krmpod install-self /DIR (run by exec-mode function pods' "
 		               "installer container)");
 	if (agent_install_self(argv[1], err) < 0)
+		return -1;
+	*exit_code = 0;
+	return 0;
+}
+
+/* Exec mode: the gate's time in the function container (pod_spec.c) holds the first function
+ * back until the pod is isolated. Unset afterwards, so that the calls a session runs do not
+ * check again. */
+static int gate_from_env(struct err **err)
+{
+	int64_t ms = 0;
+	if (settings_agent_net_gate(environ, &ms, err) < 0)
+		return -1;
+	if (ms == 0)
+		return 0;
+	if (run_gate(ms, err) < 0)
+		return -1;
+	unsetenv(SETTINGS_NET_GATE_ENV);
+	return 0;
+}
+
+int cmd_net_gate(int argc, char **argv, int *exit_code, struct err **err)
+{
+	int64_t ms = 0;
+	if (argc != 2)
+		return err_set(err, ERR_USAGE,
+		               "usage: krmpod net-gate MS (run by attach-mode function pods' init "
+		               "container: wait until the pod's NetworkPolicies are in effect)");
+	if (gate_ms(argv[1], &ms, err) < 0 || run_gate(ms, err) < 0)
 		return -1;
 	*exit_code = 0;
 	return 0;
@@ -35,6 +99,8 @@ int cmd_call(int argc, char **argv, int *exit_code, struct err **err)
 		return err_set(err, ERR_USAGE,
 		               "usage: krmpod call /WORKDIR < header+input (run through pods/exec "
 		               "in an exec-mode function pod)");
+	if (gate_from_env(err) < 0)
+		return -1;
 	return agent_call(argv[1], 0, 1, 2, exit_code, err);
 }
 
@@ -44,7 +110,7 @@ int cmd_serve(int argc, char **argv, int *exit_code, struct err **err)
 		return err_set(err, ERR_USAGE,
 		               "usage: krmpod serve /WORKDIR (run through pods/exec in an "
 		               "exec-mode function pod, for a render's calls)");
-	if (agent_serve("/proc/self/exe", argv[1], 0, 1, err) < 0)
+	if (gate_from_env(err) < 0 || agent_serve("/proc/self/exe", argv[1], 0, 1, err) < 0)
 		return -1;
 	*exit_code = 0;
 	return 0;

@@ -40,6 +40,9 @@ static const struct role commands[] = {
          "unpack DIR < archive              inside function pods: receive the mounts into DIR"},
         {"install-self", cmd_install_self, false,
          "install-self DIR                  inside exec-mode pods: copy krmpod into DIR"},
+        {"net-gate", cmd_net_gate, false,
+         "net-gate MS                       inside function pods: wait until the pod's "
+         "NetworkPolicies are in effect"},
         {"hold", cmd_hold, false,
          "hold                              inside exec-mode pods: the function container's "
          "PID 1"},

@@ -616,6 +616,40 @@ static int load_mode(char *const *e, struct settings *s, struct err **err)
 	return 0;
 }
 
+int settings_agent_net_gate(char *const *envp, int64_t *ms, struct err **err)
+{
+	const char *v = settings_env(envp, SETTINGS_NET_GATE_ENV);
+	*ms = 0;
+	if (v == NULL)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || end == v || *end || n <= 0)
+		return err_set(err, ERR_CONFIG, "%s=%s is not a number of milliseconds",
+		               SETTINGS_NET_GATE_ENV, v);
+	*ms = n;
+	return 0;
+}
+
+/* KRMPOD_NETWORK_GATE: "0"/"off" or a duration; its container runs the helper image. */
+static int load_net_gate(char *const *e, struct settings *s, struct err **err)
+{
+	const char *v = settings_env(e, "KRMPOD_NETWORK_GATE");
+	s->net_gate_ms = 0;
+	if (v == NULL || strcmp(v, "0") == 0 || strcmp(v, "off") == 0)
+		return 0;
+	if (settings_parse_duration("KRMPOD_NETWORK_GATE", v, &s->net_gate_ms, err) < 0)
+		return -1;
+	if (s->helper_image == NULL)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "KRMPOD_NETWORK_GATE=%s needs KRMPOD_HELPER_IMAGE (krmpod's own image: "
+		        "the gate runs from it inside each function pod)",
+		        v);
+	return 0;
+}
+
 static int load(char *const *e, struct settings *s, struct err **err)
 {
 	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
@@ -658,7 +692,8 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	s->max_output = 64LL << 20;
 	if (omax && settings_parse_size("KRMPOD_MAX_OUTPUT", omax, &s->max_output, err) < 0)
 		return -1;
-	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0)
+	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0 ||
+	    load_net_gate(e, s, err) < 0)
 		return -1;
 	return fit_start_timeout(e, s, err);
 }

@@ -59,6 +59,10 @@ struct settings {
 	/* KRMPOD_HELPER_IMAGE: the image (krmpod's own, the sidecar image) of the init container
 	 * that receives a function's mounts; NULL when unset (mounts then fail clearly). */
 	char *helper_image;
+	/* KRMPOD_NETWORK_GATE: how long a function pod waits for its NetworkPolicies to be in
+	 * effect before the function starts (agent_gate.h; needs KRMPOD_HELPER_IMAGE); 0 (the
+	 * default, and "0" or "off") starts the function at once. */
+	int64_t net_gate_ms;
 	/* KRMPOD_MOUNT_MAX_BYTES (default 64Mi): cap on the bytes of one function's mounts. */
 	int64_t mount_max_bytes;
 	/* KRMPOD_MAX_OUTPUT: the most stdout one function may write (default 64 MiB, well below
@@ -137,6 +141,12 @@ struct settings {
  * On failure *s is cleared. The function-run settings are resolved from this through
  * fn_config.h, never read piecemeal. */
 int settings_load_env(struct settings *s, char *const *envp, struct err **err);
+
+/* Inside an exec-mode function container: the network gate's time in ms that pod_spec.c gave
+ * the container (SETTINGS_NET_GATE_ENV), 0 when its pod has no gate; ERR_CONFIG when
+ * malformed. The functions never see it (agent_call.c gives them only their config's env). */
+#define SETTINGS_NET_GATE_ENV "KRMPOD_NET_GATE_MS"
+int settings_agent_net_gate(char *const *envp, int64_t *ms, struct err **err);
 void settings_clear(struct settings *s);
 
 /* The value of variable `name` in envp, or NULL when it is unset or empty. The settings

@@ -305,9 +305,20 @@ static int start_failure(const struct fn_pod *p, const struct pod_state *st, str
 	return -1;
 }
 
-/* Failure of a pod that stopped on the cluster's account (deadline, eviction). */
+/* Failure of a pod that stopped on the cluster's account (deadline, eviction), or because
+ * one of krmpod's init containers failed (the network gate, the mounts): then its own words,
+ * which its termination message holds (FallbackToLogsOnError). */
 static int pod_failed(const struct fn_pod *p, const struct pod_state *st, struct err **err)
 {
+	if (st->init_name[0] && st->init_cstate == CS_TERMINATED && st->init_exit_code != 0) {
+		err_set(err, ERR_POD,
+		        "function %s: pod %s/%s failed: its init container %s exited with %d: %s",
+		        p->req->image, p->ns, p->name, st->init_name, st->init_exit_code,
+		        st->init_message[0] ? st->init_message : "(no message)");
+		snprintf((*err)->reason, sizeof((*err)->reason), "%s",
+		         st->init_reason[0] ? st->init_reason : "Error");
+		return -1;
+	}
 	err_set(err, ERR_POD, "function %s: pod %s/%s failed: %s: %s", p->req->image, p->ns,
 	        p->name, st->pod_reason[0] ? st->pod_reason : st->c_reason,
 	        st->pod_message[0] ? st->pod_message : st->c_message);

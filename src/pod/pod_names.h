@@ -19,8 +19,11 @@
 
 /* The init container that receives bind mounts, where it unpacks them, and the volumes. */
 #define POD_MOUNTS_CONTAINER_NAME "mounts"
-#define POD_MOUNTS_DIR            "/krmpod/mounts"
-#define POD_MOUNT_VOLUME_PREFIX   "krmpod-mount-"
+/* The network gate (agent_gate.h): attach mode's init container (in exec mode the function
+ * container's SETTINGS_NET_GATE_ENV makes krmpod call/serve gate the first function). */
+#define POD_NET_GATE_CONTAINER_NAME "net-gate"
+#define POD_MOUNTS_DIR              "/krmpod/mounts"
+#define POD_MOUNT_VOLUME_PREFIX     "krmpod-mount-"
 
 /* The warm pool (fn_pool.h): the pool a pod belongs to (its pod key, 16 hex digits),
  * whether it is idle or leased, who holds the lease until when (epoch ms), and since when

@@ -232,15 +232,58 @@ static void write_args_and_env(struct jw *w, const struct fn_request *req)
 	jw_arr_end(w);
 }
 
-/* krmpod's init container: the mounts'. */
+/* Attach mode's network gate (KRMPOD_NETWORK_GATE; agent_gate.h): an init container, so
+ * that the pod's address is in its status (a policy agent keys on it) while the gate waits,
+ * and the function's entrypoint starts only after it. */
+static void write_gate_init_container(struct jw *w, const struct settings *s)
+{
+	char ms[32];
+	snprintf(ms, sizeof(ms), "%lld", (long long)s->net_gate_ms);
+	jw_obj_begin(w);
+	jw_kv_str(w, "name", POD_NET_GATE_CONTAINER_NAME);
+	jw_kv_str(w, "image", s->helper_image ? s->helper_image : "");
+	jw_key(w, "command");
+	jw_arr_begin(w);
+	jw_str(w, "krmpod");
+	jw_str(w, "net-gate");
+	jw_str(w, ms);
+	jw_arr_end(w);
+	pod_container_write_helper_resources(w);
+	pod_container_write_security_context(w, true);
+	jw_kv_str(w, "terminationMessagePolicy", "FallbackToLogsOnError");
+	jw_obj_end(w);
+}
+
+/* krmpod's init containers: the network gate's (attach mode), then the mounts'. */
 static void write_init_containers(struct jw *w, const struct fn_request *req,
                                   const struct settings *s)
 {
-	if (!pod_mounts_need_helper(req))
+	bool gate = s->net_gate_ms > 0 && !req->exec_argv;
+	if (!gate && !pod_mounts_need_helper(req))
 		return;
 	jw_key(w, "initContainers");
 	jw_arr_begin(w);
-	pod_mounts_write_init_container(w, req, s);
+	if (gate)
+		write_gate_init_container(w, s);
+	if (pod_mounts_need_helper(req))
+		pod_mounts_write_init_container(w, req, s);
+	jw_arr_end(w);
+}
+
+/* Exec mode's network gate: krmpod call/serve in the function container gate the pod's
+ * first function (cmd_agent.c); the functions themselves never see this variable. */
+static void write_gate_env(struct jw *w, const struct settings *s)
+{
+	if (s->net_gate_ms <= 0)
+		return;
+	char ms[32];
+	snprintf(ms, sizeof(ms), "%lld", (long long)s->net_gate_ms);
+	jw_key(w, "env");
+	jw_arr_begin(w);
+	jw_obj_begin(w);
+	jw_kv_str(w, "name", SETTINGS_NET_GATE_ENV);
+	jw_kv_str(w, "value", ms);
+	jw_obj_end(w);
 	jw_arr_end(w);
 }
 
@@ -256,6 +299,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 		/* Exec mode: the container holds; argv, env and stdin come with each call. */
 		pod_agent_write_command(w);
 		pod_container_write_attach_fields(w, false);
+		write_gate_env(w, s);
 	} else {
 		write_args_and_env(w, req);
 	}

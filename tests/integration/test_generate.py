@@ -736,6 +736,9 @@ def shipped_sidecar_env(owner_namespace="argocd"):
         else:
             env[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]]
     assert env["KRMPOD_NAMESPACE"] != owner_namespace or owner_namespace != "argocd"
+    # kubesim has no network and no NetworkPolicy enforcement to wait for: the network gate
+    # (on in the manifests) is proven on the real cluster (tests/realkube/test_isolation.py)
+    assert env.pop("KRMPOD_NETWORK_GATE") == "10s"
     return env
 
 

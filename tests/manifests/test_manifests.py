@@ -84,6 +84,8 @@ EXPECTED_ENV = [
     {"name": "KRMPOD_ALLOW_NETWORK", "value": "false"},
     # the function pods' mounts helper: the sidecar's own image (kept equal under a pin)
     {"name": "KRMPOD_HELPER_IMAGE", "value": IMAGE + ":latest"},
+    # functions start once their pod's NetworkPolicies are in effect (docs/network.md)
+    {"name": "KRMPOD_NETWORK_GATE", "value": "10s"},
     # function catalogs (docs/catalogs.md): the admin's, from the ConfigMap below
     {"name": "KRMPOD_DEFAULT_CATALOGS", "value": "/etc/krmpod/catalogs/catalog.yaml"},
     {"name": "KRMPOD_IMAGE_POLICY", "value": "any"},
@@ -504,13 +506,21 @@ def test_granted_policy_opens_egress_only_for_granted_functions(rendered):
     assert selects(spec["podSelector"], dict(base, **{"krmpod.dev/network": "granted"}))
     assert not selects(spec["podSelector"], dict(base, **{"krmpod.dev/network": "none"}))
 
-    dns = [r for r in spec["egress"] if "to" not in r]
+    # DNS: port 53 to the cluster's DNS pods only, never to port 53 anywhere (a rule with
+    # ports and no `to` would open port 53 on every address, in the cluster and beyond)
+    assert all("to" in r for r in spec["egress"]), "a rule without `to` opens every address"
+    dns = [r for r in spec["egress"] if r.get("ports")]
     assert [sorted((x["protocol"], x["port"]) for x in r["ports"]) for r in dns] == \
         [[("TCP", 53), ("UDP", 53)]]
-    blocks = [t["ipBlock"] for r in spec["egress"] for t in r.get("to", [])]
+    assert dns[0]["to"] == [{
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}], dns[0]
+    public = [r for r in spec["egress"] if not r.get("ports")]
+    assert len(public) == 1 and all(set(t) == {"ipBlock"} for t in public[0]["to"]), public
+    blocks = [t["ipBlock"] for t in public[0]["to"]]
     v4 = [b for b in blocks if b["cidr"] == "0.0.0.0/0"]
     assert len(v4) == 1 and "169.254.0.0/16" in v4[0]["except"], "metadata endpoint must stay closed"
-    assert all(set(t) == {"ipBlock"} for r in spec["egress"] for t in r.get("to", []))
+    assert {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} <= set(v4[0]["except"]), v4
 
 
 def test_quota_and_limit_range_bound_function_pods(rendered):

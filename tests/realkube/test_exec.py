@@ -26,7 +26,8 @@ def test_pipeline_in_exec_mode_is_byte_exact(install, exec_mode, tmp_path):
     for p in pods.values():
         spec = p["created"]["spec"]
         # no init container: the installer runs first among the containers, its postStart
-        # hook copies krmpod before the kubelet starts the function container
+        # hook copies krmpod before the kubelet starts the function container; the network
+        # gate runs in krmpod call/serve
         assert "initContainers" not in spec, pod_summary(p)
         assert [c["name"] for c in spec["containers"]] == ["krmpod", "fn"], pod_summary(p)
         agent, fn = spec["containers"]
@@ -34,6 +35,8 @@ def test_pipeline_in_exec_mode_is_byte_exact(install, exec_mode, tmp_path):
         assert agent["command"] == ["krmpod", "hold"]
         assert agent["lifecycle"]["postStart"]["exec"]["command"] == \
             ["krmpod", "install-self", "/krmpod/bin"]
+        # the shipped KRMPOD_NETWORK_GATE=10s: krmpod call/serve gate the first function
+        assert fn["env"] == [{"name": "KRMPOD_NET_GATE_MS", "value": "10000"}], pod_summary(p)
         assert fn["command"] == ["/krmpod/bin/krmpod", "hold"]
         # both held until the pod was deleted: neither ended on its own with a failure
         assert set(exit_codes(p)) <= {0, 137}, pod_summary(p)
@@ -100,5 +103,10 @@ def test_unreachable_registry_means_attach_mode(install, exec_mode, tmp_path):
     assert "runs in attach mode: its image config cannot be read" in err, err
     [p] = pods.values()
     assert "initContainers" not in p["created"]["spec"], pod_summary(p)
-    assert [c["name"] for c in p["created"]["spec"]["containers"]] == ["fn"], pod_summary(p)
+    # the shipped KRMPOD_NETWORK_GATE: the gate as an init container, then the entrypoint
+    spec = p["created"]["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["fn"], pod_summary(p)
+    assert "command" not in spec["containers"][0], pod_summary(p)
+    assert [c["command"] for c in spec["initContainers"]] == \
+        [["krmpod", "net-gate", "10000"]], pod_summary(p)
     assert p["created"]["metadata"]["namespace"] == FN_NS

@@ -145,6 +145,50 @@ TEST(stdin_only_with_i)
 /* Exec mode: no init container (its end would wait for a kubelet relist); the installer is
  * the first container, its postStart hook copies krmpod before the function container
  * starts, and the function container holds with krmpod from the shared volume. */
+/* KRMPOD_NETWORK_GATE in attach mode: an init container runs `krmpod net-gate MS` from the
+ * helper image before the function's entrypoint (and before the mounts' init container);
+ * in exec mode the function container carries the gate's time for krmpod call/serve. */
+TEST(network_gate_in_both_modes)
+{
+	struct fn_request req = {.image = "fn", .run_as_user = 65534, .run_as_group = 65534};
+	struct settings s = unit_settings(300000);
+	s.helper_image = "example.com/krmpod:test";
+	s.net_gate_ms = 10000;
+	struct json *p = build(&req, &s);
+	CHECK(p != NULL);
+	CHECK(json_len(json_path(p, "spec.initContainers")) == 1);
+	const struct json *gate = json_path(p, "spec.initContainers[0]");
+	CHECK_STR(json_str(json_get(gate, "name")), "net-gate");
+	CHECK_STR(json_str(json_get(gate, "image")), "example.com/krmpod:test");
+	CHECK_STR(json_str(json_path(gate, "command[1]")), "net-gate");
+	CHECK_STR(json_str(json_path(gate, "command[2]")), "10000");
+	bool ro = false;
+	CHECK(json_bool(json_path(gate, "securityContext.readOnlyRootFilesystem"), &ro) && ro);
+	CHECK(json_len(json_path(p, "spec.containers")) == 1);
+	CHECK(json_path(p, "spec.containers[0].command") == NULL); /* the image's entrypoint */
+	json_free(p);
+
+	char *argv[] = {"/bin/fn", NULL};
+	req.exec_argv = argv;
+	p = build(&req, &s);
+	CHECK(p != NULL);
+	CHECK(json_path(p, "spec.initContainers") == NULL);
+	const struct json *fn = json_path(p, "spec.containers[1]");
+	CHECK_STR(json_str(json_path(fn, "env[0].name")), "KRMPOD_NET_GATE_MS");
+	CHECK_STR(json_str(json_path(fn, "env[0].value")), "10000");
+	json_free(p);
+
+	/* off: neither */
+	s.net_gate_ms = 0;
+	p = build(&req, &s);
+	CHECK(json_path(p, "spec.containers[1].env") == NULL);
+	json_free(p);
+	req.exec_argv = NULL;
+	p = build(&req, &s);
+	CHECK(json_path(p, "spec.initContainers") == NULL);
+	json_free(p);
+}
+
 TEST(exec_mode_installs_with_a_post_start_hook)
 {
 	char *argv[] = {"/bin/fn", NULL};
@@ -259,6 +303,7 @@ int main(void)
 	RUN(network_owner_labels_pull_args);
 	RUN(stdin_only_with_i);
 	RUN(exec_mode_installs_with_a_post_start_hook);
+	RUN(network_gate_in_both_modes);
 	RUN(generate_name);
 	RUN(template_metadata_must_be_mappings);
 	RUN(template_lists_must_be_lists_of_mappings);

@@ -9,7 +9,7 @@ extern char **environ;
 static const char *const vars[] = {
         "KRMPOD_NAMESPACE", "KRMPOD_START_TIMEOUT",  "KRMPOD_TIMEOUT",      "KRMPOD_CPU_REQUEST",
         "KRMPOD_CPU_LIMIT", "KRMPOD_MEMORY_REQUEST", "KRMPOD_MEMORY_LIMIT", "KRMPOD_EXTRA_LABELS",
-        "KRMPOD_OWNER_POD", "KRMPOD_OWNER_UID"};
+        "KRMPOD_OWNER_POD", "KRMPOD_OWNER_UID",      "KRMPOD_NETWORK_GATE", "KRMPOD_HELPER_IMAGE"};
 
 static void clear_env(void)
 {
@@ -122,6 +122,35 @@ TEST(start_timeout_longer_than_timeout)
 	clear_env();
 }
 
+/* KRMPOD_NETWORK_GATE: off by default and with 0/off; a duration needs the helper image. */
+TEST(network_gate)
+{
+	struct settings s;
+	struct err *e = NULL;
+	clear_env();
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK(s.net_gate_ms == 0);
+	settings_clear(&s);
+	setenv("KRMPOD_NETWORK_GATE", "off", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK(s.net_gate_ms == 0);
+	settings_clear(&s);
+	setenv("KRMPOD_NETWORK_GATE", "10s", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), -1);
+	if (e)
+		CHECK_CONTAINS(e->msg, "needs KRMPOD_HELPER_IMAGE");
+	err_free(e);
+	e = NULL;
+	setenv("KRMPOD_HELPER_IMAGE", "example.com/krmpod:1", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK(s.net_gate_ms == 10000);
+	settings_clear(&s);
+	clear_env();
+	setenv("KRMPOD_HELPER_IMAGE", "example.com/krmpod:1", 1);
+	expect_error("KRMPOD_NETWORK_GATE", "soon", "not a duration");
+	clear_env();
+}
+
 TEST(quantities)
 {
 	struct err *e = NULL;
@@ -141,6 +170,7 @@ int main(void)
 	RUN(short_timeout_clamps_default_start_timeout);
 	RUN(bad_values_name_the_variable);
 	RUN(start_timeout_longer_than_timeout);
+	RUN(network_gate);
 	RUN(quantities);
 	return check_summary();
 }
