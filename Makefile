@@ -163,6 +163,7 @@ bench: test-deps build/krmpod build/bench/measure build/realkube/cmp-hook-run
 	$(PYTHON) bench/bench.py --krmpod build/krmpod
 	$(PYTHON) bench/realkube_bench.py --krmpod build/krmpod
 	$(PYTHON) bench/argocd_bench.py --krmpod build/krmpod
+	$(PYTHON) bench/realfns_bench.py --krmpod build/krmpod
 
 # Records the real API server's answers to krmpod's requests into tests/conformance/data/
 # (needs root and scripts/realkube: it starts the cluster if it is not running, never stops

@@ -178,6 +178,14 @@ repo_url=${E2E_REPO_URL:-$E2E_GIT_URL}
 sidecar_env=$(awk '/- name: KRMPOD_/ { n = $3; next } n != "" && /value:/ { v = $0; sub(/^[^:]*:[[:space:]]*/, "", v); gsub(/"/, "", v); print n "=" v } { n = "" }' \
 	"$ROOT_DIR/manifests/repo-server/argocd-repo-server.yaml" | grep -v '^KRMPOD_NAMESPACE=' || true)
 
+# The helper image the cluster admits (manifests/functions/admission.yaml: krmpod-admission's
+# helperImage, which the install pins as the sidecar's image): the function pods' init
+# containers (the network gate, mounts) run it, and the admission policy refuses another.
+helper=$(kc -n "$KRMPOD_FUNCTIONS_NAMESPACE" get configmap krmpod-admission -o 'jsonpath={.data.helperImage}' 2>/dev/null || true)
+if [ -n "$helper" ]; then
+	sidecar_env=$(printf '%s\n' "$sidecar_env" | sed "s|^KRMPOD_HELPER_IMAGE=.*|KRMPOD_HELPER_IMAGE=$helper|")
+fi
+
 # The shim directory: `docker` -> krmpod, as the image's KRMPOD_SHIM_DIR.
 mkdir -p "$tmp/shim"
 ln -s "$krmpod" "$tmp/shim/docker"

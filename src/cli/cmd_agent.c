@@ -2,6 +2,7 @@
  * `krmpod install-self DIR`, `krmpod net-gate MS`, `krmpod hold`,
  * `krmpod serve WORKDIR` and `krmpod call WORKDIR`. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,14 +28,16 @@ static int gate_ms(const char *text, int64_t *out, struct err **err)
 	return 0;
 }
 
-/* The gate, from inside the pod (agent_gate.h); says on stderr how long it waited. */
-static int run_gate(int64_t ms, struct err **err)
+/* The gate, from inside the pod (agent_gate.h). With say, it tells on stderr how long it
+ * waited (the init container's log); never in a call, whose stderr is the function's and is
+ * counted byte for byte (agent.h, the trailer). */
+static int run_gate(int64_t ms, bool say, struct err **err)
 {
 	int64_t waited = 0;
 	if (agent_net_gate(getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT"), ms,
 	                   &waited, err) < 0)
 		return -1;
-	if (waited >= AGENT_GATE_RETRY_MS)
+	if (say && waited >= AGENT_GATE_RETRY_MS)
 		fprintf(stderr, "krmpod net-gate: isolated after %lld ms\n", (long long)waited);
 	return 0;
 }
@@ -61,7 +64,7 @@ static int gate_from_env(struct err **err)
 		return -1;
 	if (ms == 0)
 		return 0;
-	if (run_gate(ms, err) < 0)
+	if (run_gate(ms, false, err) < 0)
 		return -1;
 	unsetenv(SETTINGS_NET_GATE_ENV);
 	return 0;
@@ -74,7 +77,7 @@ int cmd_net_gate(int argc, char **argv, int *exit_code, struct err **err)
 		return err_set(err, ERR_USAGE,
 		               "usage: krmpod net-gate MS (run by attach-mode function pods' init "
 		               "container: wait until the pod's NetworkPolicies are in effect)");
-	if (gate_ms(argv[1], &ms, err) < 0 || run_gate(ms, err) < 0)
+	if (gate_ms(argv[1], &ms, err) < 0 || run_gate(ms, true, err) < 0)
 		return -1;
 	*exit_code = 0;
 	return 0;

@@ -99,6 +99,22 @@ REPO = {
         "        mounts:\n        - type: bind\n          src: files\n          dst: /work\n"
         "data:\n  name: mounted\n  dirs: /work\n" % (FN_IMAGE % "read-mount")),
 }
+# m: real functions (tests/realkube/realfns.py): the organisation's generator expands an App,
+# its defaults and a starlark script from kpt's catalog follow; and the generator refusing an
+# App, with its own message
+import realfns  # noqa: E402
+import test_realfns  # noqa: E402
+REPO.update({
+    "apps/real/kustomization.yaml": "resources:\n- deploy.yaml\ngenerators:\n- app.yaml\n"
+                                    "transformers:\n- defaults.yaml\n- starlark.yaml\n",
+    "apps/real/deploy.yaml": test_realfns.DEPLOY,
+    "apps/real/app.yaml": test_realfns.APP % (realfns.image_name("app-generator"), 70, "metrics"),
+    "apps/real/defaults.yaml": test_realfns.defaults_config(),
+    "apps/real/starlark.yaml": test_realfns.starlark_config(),
+    "apps/real-failing/kustomization.yaml": "generators:\n- app.yaml\n",
+    "apps/real-failing/app.yaml": test_realfns.APP % (realfns.image_name("app-generator"), 70,
+                                                      "admin"),
+})
 for _rel, _what in MOUNT_DATA.items():
     if _rel == "empty":  # git keeps no empty directory
         continue
@@ -344,6 +360,39 @@ def test_e_failing_function_is_a_comparison_error_and_prunes_nothing(install, re
     after = live("service", "web", DEST_PREFIX + "e")
     assert after is not None and after["metadata"]["uid"] == before["metadata"]["uid"], after
     assert live("configmap", "settings", DEST_PREFIX + "e") is not None
+    wait_no_fn_pods(30)
+
+
+def synced(revision):
+    def pred(app):
+        st = app.get("status") or {}
+        return (app_state(app)[0] == "Synced" and not st.get("conditions")
+                and (st.get("sync") or {}).get("revision") == revision)
+    return pred
+
+
+def test_m_real_functions_sync_what_kustomize_with_their_binaries_gives(install, repo,
+                                                                        tmp_path):
+    """The organisation's generator, its defaults and kpt's starlark through the real Argo CD:
+    the live objects are the render of kustomize running the same binaries directly. (The
+    Deployment's images cannot be pulled here: Synced, not Healthy, is what is waited for.)"""
+    apply_app(app_manifest("m", "apps/real", plugin={"name": PLUGIN}))
+    wait_app("m", synced(repo.commit), "Synced at the commit")
+    rendered = direct(repo, "apps/real", tmp_path, **realfns.direct_env(install.images["real"]))
+    for kind in ("Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"):
+        assert "kind: %s" % kind in rendered, rendered
+    assert_deployed_as_rendered(rendered, DEST_PREFIX + "m")
+    hpa = live("horizontalpodautoscaler", "shop", DEST_PREFIX + "m")
+    assert hpa["metadata"]["annotations"]["example.com/owner"] == "platform", hpa["metadata"]
+    wait_no_fn_pods(30)
+
+
+def test_m_a_real_function_s_own_error_is_argo_cds_comparison_error(install, repo):
+    apply_app(app_manifest("m-failing", "apps/real-failing", plugin={"name": PLUGIN}))
+    msg = comparison_error("m-failing")
+    assert 'monitoring port \\"admin\\" is not a container port' in msg or \
+        'monitoring port "admin" is not a container port' in msg, msg
+    assert "app-generator" in msg, msg
     wait_no_fn_pods(30)
 
 

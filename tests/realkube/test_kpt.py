@@ -169,23 +169,21 @@ pipeline:
 """
 
 
-def real_envs(install, root, mode):
-    """(env through krmpod, env of the direct run) for the real functions: kpt on this
-    machine with krmpod as docker; in exec mode the image configs come from the cluster's
-    registry under their real names, trusting the cluster's CA."""
+def real_env(install, root, mode, through_pods):
+    """The env of kpt for the real functions: on this machine with krmpod as docker (in exec
+    mode the image configs come from the cluster's registry under their real names, trusting
+    the cluster's CA), or the direct run's."""
     import realfns
-    extra = {}
-    if mode == "exec":
-        reg = install.cluster.env["REALKUBE_REGISTRY"]
-        extra = {"KRMPOD_MODE": "exec", "KRMPOD_HELPER_IMAGE": install.pinned_image,
-                 "KRMPOD_REGISTRY_CA": install.cluster.env["REALKUBE_CA_CERT"],
-                 "KRMPOD_REGISTRY_MIRRORS": "ghcr.io=%s,example.com=%s" % (reg, reg)}
-        host = reg.rsplit(":", 1)[0]
-        pods = pods_env(install, root, **extra)
-        pods["NO_PROXY"] += "," + host
-    else:
-        pods = pods_env(install, root)
-    return pods, direct_env(root, **realfns.direct_env(install.images["real"]))
+    if not through_pods:
+        return direct_env(root, **realfns.direct_env(install.images["real"]))
+    if mode != "exec":
+        return pods_env(install, root)
+    reg = install.cluster.env["REALKUBE_REGISTRY"]
+    env = pods_env(install, root, KRMPOD_MODE="exec", KRMPOD_HELPER_IMAGE=install.pinned_image,
+                   KRMPOD_REGISTRY_CA=install.cluster.env["REALKUBE_CA_CERT"],
+                   KRMPOD_REGISTRY_MIRRORS="ghcr.io=%s,example.com=%s" % (reg, reg))
+    env["NO_PROXY"] += "," + reg.rsplit(":", 1)[0]
+    return env
 
 
 @pytest.mark.parametrize("mode", ["attach", "exec"])
@@ -206,8 +204,8 @@ def test_render_real_catalog_functions(install, shared_root, mode):
         for f, text in files.items():
             with open(os.path.join(root, "pkg", f), "w") as fh:
                 fh.write(text)
-        pods, direct = real_envs(install, root, mode)
-        runs[name] = kpt(["fn", "render", "pkg"], root, pods if name == "pods" else direct)
+        runs[name] = kpt(["fn", "render", "pkg"], root,
+                         real_env(install, root, mode, name == "pods"))
         trees[name] = tree(os.path.join(root, "pkg"))
     assert runs["pods"].returncode == 0, runs["pods"].stderr.decode()
     assert_same("fn render (real functions, %s mode)" % mode, runs["pods"], runs["direct"])
@@ -235,9 +233,9 @@ def test_eval_real_function_over_5000_resources(install, shared_root, mode):
         os.makedirs(os.path.join(root, "pkg"))
         with open(os.path.join(root, "pkg", "many.yaml"), "w") as f:
             f.write(docs)
-        pods, direct = real_envs(install, root, mode)
         runs[name] = kpt(["fn", "eval", "pkg", "--image", realfns.image_name("set-namespace"),
-                          "--", "namespace=bulk"], root, pods if name == "pods" else direct)
+                          "--", "namespace=bulk"], root,
+                         real_env(install, root, mode, name == "pods"))
         trees[name] = tree(os.path.join(root, "pkg"))
     assert runs["pods"].returncode == 0, runs["pods"].stderr.decode()
     assert_same("fn eval over %d resources (%s mode)" % (n, mode), runs["pods"], runs["direct"])

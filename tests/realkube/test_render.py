@@ -110,9 +110,10 @@ def test_mounts_reach_the_function_byte_for_byte(install, tmp_path):
         r.stderr.decode()
     (pod,) = pods.values()
     init = pod["created"]["spec"]["initContainers"]
-    assert [c["name"] for c in init] == ["mounts"], dump(init)
-    assert init[0]["image"] == install.pinned_image, init[0]["image"]
-    assert init[0]["command"][:2] == ["krmpod", "unpack"], init[0]["command"]
+    # the shipped network gate first, then the mounts, both from the pinned image
+    assert [c["name"] for c in init] == ["net-gate", "mounts"], dump(init)
+    assert [c["image"] for c in init] == [install.pinned_image] * 2, dump(init)
+    assert init[1]["command"][:2] == ["krmpod", "unpack"], init[1]["command"]
     statuses = [s for _, _, o in pod["events"]
                 for s in (o.get("status") or {}).get("initContainerStatuses") or []
                 if "terminated" in s.get("state", {})]
@@ -220,11 +221,12 @@ def test_pod_security_restricted_admits_every_function_pod(install, tmp_path):
     assert_ok(r)
     (pod,) = pods.values()
     spec = pod["created"]["spec"]
-    assert [c["name"] for c in spec["initContainers"]] == ["mounts"]
+    assert [c["name"] for c in spec["initContainers"]] == ["net-gate", "mounts"]
     # it ran: the kubelet started both containers (krmpod attaches on that event, so the pod
     # may be gone before any relist showed it running)
     name = pod["created"]["metadata"]["name"]
-    want = {"spec.initContainers{mounts}", "spec.containers{fn}"}
+    want = {"spec.initContainers{net-gate}", "spec.initContainers{mounts}",
+            "spec.containers{fn}"}
     deadline = time.monotonic() + 10
     while True:
         evs = install.api.get("/api/v1/namespaces/%s/events?fieldSelector=involvedObject.name"

@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""make bench, real functions section: kpt's catalog functions and an organisation's own
+(tests/realkube/realfns.py) through krmpod on the real cluster, installed as the real-cluster
+tier installs it (tests/realkube/conftest.install_all, upstream Argo CD included).
+
+Medians of n renders (`krmpod generate` in the sidecar through cmp-hook-run, less an empty
+`kubectl exec`), for two apps of tests/realkube/test_realfns.py (the three-function pipeline
+and the generator app), in each mode: attach (with the shipped network gate, and without),
+exec, and the warm pool (its first render cold, then warm); beside kustomize running the same
+binaries on this machine (tests/fixtures/direct-docker), no pod. Then each image's size and
+the time `realkube image` takes to import it and push it to the cluster's registry, what a
+first pull would cost here (no registry outside is reachable)."""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "realkube"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import conftest  # noqa: E402
+import images  # noqa: E402
+import realfns  # noqa: E402
+import test_realfns  # noqa: E402
+from kube import Api, kubectl  # noqa: E402
+from sidecar import ARGOCD_ENV, Sidecar, direct_build  # noqa: E402
+
+
+def log(msg):
+    sys.stderr.write("realfns-bench: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def timed_generate(sidecar, app, env):
+    full = dict(ARGOCD_ENV, **env)
+    repo, path = sidecar.upload_app(app, full)
+    t0 = time.monotonic()
+    r = subprocess.run(sidecar.run_argv(repo, path, full, 60000, "generate"),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    dt = time.monotonic() - t0
+    if r.returncode != 0:
+        raise RuntimeError("generate failed: %s" % r.stderr.decode(errors="replace"))
+    return dt, r.stdout
+
+
+def run(krmpod, n):
+    st = subprocess.run([images.REALKUBE, "status"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+    started_here = st.returncode == 3
+    subprocess.run([images.REALKUBE, "start"], check=True, stdout=subprocess.PIPE)
+    env = dict(l[len("export "):].split("=", 1) for l in images.run(
+        [images.REALKUBE, "env"]).splitlines() if l.startswith("export "))
+    os.environ["KUBECONFIG"] = env["KUBECONFIG"]
+    api = Api(env["REALKUBE_API_SERVER"], env["REALKUBE_CA_CERT"], env["REALKUBE_ADMIN_CERT"],
+              env["REALKUBE_ADMIN_KEY"])
+    tmp = tempfile.mkdtemp(prefix="realfns-bench-")
+    made = []
+    try:
+        built = images.build_all(env["REALKUBE_CONTAINERD_SOCK"], krmpod)
+        conftest.install_all(api, built, made)
+        sidecar = Sidecar("argocd", conftest.current_repo_server_pod(api))
+        ca = "/tmp/krmpod-realkube-ca.crt"
+        with open(env["REALKUBE_CA_CERT"], "rb") as f:
+            sidecar.add_file(ca, f.read())
+        reg = env["REALKUBE_REGISTRY"]
+        exec_env = {"KRMPOD_MODE": "exec", "KRMPOD_REGISTRY_CA": ca,
+                    "KRMPOD_REGISTRY_MIRRORS": "ghcr.io=%s,example.com=%s" % (reg, reg)}
+        empty = []
+        for _ in range(n):
+            t0 = time.monotonic()
+            sidecar.exec(["true"])
+            empty.append(time.monotonic() - t0)
+        e = median(empty)
+        results = {"n": n, "empty_exec_s": e, "apps": {}, "images": {}}
+        real = built["real"]
+        for name, make in (("pipeline", test_realfns.pipeline_app),
+                           ("generator", test_realfns.generator_app)):
+            app = make(__import__("pathlib").Path(tempfile.mkdtemp(dir=tmp)))
+            direct = []
+            for _ in range(n):
+                t0 = time.monotonic()
+                r = direct_build(app, tmp, **realfns.direct_env(real))
+                direct.append(time.monotonic() - t0)
+                assert r.returncode == 0, r.stderr.decode()
+            row = {"direct_s": median(direct)}
+            modes = {"attach": {}, "attach_no_gate": {"KRMPOD_NETWORK_GATE": "0"},
+                     "exec": exec_env}
+            for mode, menv in modes.items():
+                times = []
+                for _ in range(n):
+                    dt, out = timed_generate(sidecar, app, dict(menv, KRMPOD_PRESTART="true"))
+                    assert out == r.stdout, "%s: output differs from the direct run" % mode
+                    times.append(dt - e)
+                row[mode + "_s"] = median(times)
+            pool = dict(exec_env, KRMPOD_WARM_POOL="true",
+                        ARGOCD_APP_NAME="bench-%s" % name)
+            cold, _ = timed_generate(sidecar, app, pool)
+            warm = [timed_generate(sidecar, app, pool)[0] - e for _ in range(n)]
+            row["pool_cold_s"], row["pool_warm_s"] = cold - e, median(warm)
+            results["apps"][name] = row
+            log("%s: %s" % (name, " ".join("%s=%.2f" % kv for kv in sorted(row.items()))))
+        # sizes, and what importing each costs (the stand-in for its first pull)
+        for fn, v in sorted(real.items()):
+            d = tempfile.mkdtemp(dir=tmp)
+            root = os.path.join(d, "root")
+            images.busybox_root(root)
+            dst = os.path.join(root, "usr", "local", "bin", "function")
+            os.makedirs(os.path.dirname(dst))
+            shutil.copyfile(v["binary"], dst)
+            os.chmod(dst, 0o755)
+            t0 = time.monotonic()
+            images.run([images.REALKUBE, "image", v["image"], root, "--entrypoint",
+                        '["function"]', "--env", "PATH=" + images.SYS_PATH])
+            results["images"][fn] = {"image": v["image"], "size_bytes": v["size"],
+                                     "binary_bytes": os.path.getsize(v["binary"]),
+                                     "import_s": time.monotonic() - t0}
+            log("%s: %.1f MB, import+push %.2f s" % (v["image"], v["size"] / 1e6,
+                                                      results["images"][fn]["import_s"]))
+        return results
+    finally:
+        for ns in made:
+            kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if started_here:
+            subprocess.run([images.REALKUBE, "stop"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--krmpod", default=os.path.join(ROOT, "build", "krmpod"))
+    ap.add_argument("-n", type=int, default=5)
+    ap.add_argument("--json", help="write the results here too")
+    a = ap.parse_args()
+    res = run(os.path.abspath(a.krmpod), a.n)
+    print(json.dumps(res, indent=1, sort_keys=True))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
