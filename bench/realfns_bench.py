@@ -101,8 +101,8 @@ def run(krmpod, n):
                     assert out == r.stdout, "%s: output differs from the direct run" % mode
                     times.append(dt - e)
                 row[mode + "_s"] = median(times)
-            pool = dict(exec_env, KRMPOD_WARM_POOL="true",
-                        ARGOCD_APP_NAME="bench-%s" % name)
+            pool = dict(exec_env, KRMPOD_WARM_POOL="true", ARGOCD_APP_NAME="bench-%s" % name,
+                        KRMPOD_WARM_POOL_IMAGES=test_realfns.POOL_IMAGES)
             cold, _ = timed_generate(sidecar, app, pool)
             warm = [timed_generate(sidecar, app, pool)[0] - e for _ in range(n)]
             row["pool_cold_s"], row["pool_warm_s"] = cold - e, median(warm)

@@ -25,6 +25,13 @@
 /* The pause between attempts while the API server is still reachable. */
 #define AGENT_GATE_RETRY_MS 50
 
+/* `krmpod net-gate`'s exit codes: isolated; still open after its time (ERR_TIMEOUT); could
+ * not check (no address, no socket: the message says why). `krmpod doctor --probe` reads
+ * them. */
+#define AGENT_GATE_EXIT_ISOLATED 0
+#define AGENT_GATE_EXIT_OPEN     1
+#define AGENT_GATE_EXIT_UNKNOWN  3
+
 /* Waits until the API server is unreachable from this network namespace, at most timeout_ms.
  * host and port: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (a numeric address).
  * 0 when isolated (*waited_ms: how long it took); -1 with ERR_TIMEOUT when the API server was

@@ -10,6 +10,8 @@
 #define LIMIT_KUBECONFIG (4u << 20)
 #define LIMIT_TOKEN_FILE (64u << 10)
 #define LIMIT_PEM_FILE   (1u << 20)
+/* What `krmpod doctor --probe` reads of its probe pod's stderr (one line is expected). */
+#define LIMIT_DOCTOR_PROBE_OUTPUT (16u << 10)
 /* One incoming WebSocket message we buffer (channel-3 Status); stdout/stderr payloads are
  * streamed through and never buffered whole. */
 #define LIMIT_WS_STATUS (64u << 10)

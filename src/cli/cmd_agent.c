@@ -77,9 +77,18 @@ int cmd_net_gate(int argc, char **argv, int *exit_code, struct err **err)
 		return err_set(err, ERR_USAGE,
 		               "usage: krmpod net-gate MS (run by attach-mode function pods' init "
 		               "container: wait until the pod's NetworkPolicies are in effect)");
-	if (gate_ms(argv[1], &ms, err) < 0 || run_gate(ms, true, err) < 0)
+	if (gate_ms(argv[1], &ms, err) < 0)
 		return -1;
-	*exit_code = 0;
+	if (run_gate(ms, true, err) < 0) {
+		if ((*err)->code == ERR_TIMEOUT)
+			return -1; /* AGENT_GATE_EXIT_OPEN: the error's exit code, 1 */
+		fprintf(stderr, "krmpod net-gate: cannot check: %s\n", (*err)->msg);
+		err_free(*err);
+		*err = NULL;
+		*exit_code = AGENT_GATE_EXIT_UNKNOWN;
+		return 0;
+	}
+	*exit_code = AGENT_GATE_EXIT_ISOLATED;
 	return 0;
 }
 

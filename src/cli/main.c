@@ -34,8 +34,8 @@ static const struct role commands[] = {
          "discover                          Argo CD plugin: exit 0 if the kustomization uses "
          "containerized functions"},
         {"doctor", cmd_doctor, false,
-         "doctor                            check permissions and NetworkPolicies in the "
-         "functions namespace"},
+         "doctor [--probe]                  check permissions and NetworkPolicies in the "
+         "functions namespace (--probe: their enforcement, from a pod)"},
         {"unpack", cmd_unpack, false,
          "unpack DIR < archive              inside function pods: receive the mounts into DIR"},
         {"install-self", cmd_install_self, false,

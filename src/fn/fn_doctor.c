@@ -6,21 +6,28 @@
  * when nothing failed, 1 otherwise. */
 #include "fn/fn_doctor.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "agent/agent_gate.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/signals.h"
+#include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
+#include "fn/fn_run.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kube_version.h"
@@ -226,9 +233,77 @@ static void check_catalogs(struct report *r, const struct settings *s, atomic_in
 	catalog_store_free(st);
 }
 
+/* What a memfd holds (at most LIMIT_DOCTOR_PROBE_OUTPUT bytes), NUL-terminated. */
+static char *memfd_text(int fd)
+{
+	char *text = xcalloc(1, LIMIT_DOCTOR_PROBE_OUTPUT + 1);
+	ssize_t n = pread(fd, text, LIMIT_DOCTOR_PROBE_OUTPUT, 0);
+	if (n < 0)
+		n = 0;
+	text[n] = '\0';
+	return text;
+}
+
+/* --probe: a pod as a function without a grant gets it (the same spec, labels and namespace,
+ * no gate of its own), running `krmpod net-gate` from the helper image: its verdict is what
+ * the policies do, seen from inside the pod. */
+static void check_enforcement(struct report *r, struct kube_config *cfg, const struct settings *s,
+                              atomic_int *cancel)
+{
+	if (s->helper_image == NULL) {
+		line(r, "WARN",
+		     "NetworkPolicy enforcement: cannot tell (the probe pod runs "
+		     "KRMPOD_HELPER_IMAGE, which is not set)");
+		return;
+	}
+	char ms[32];
+	snprintf(ms, sizeof(ms), "%d", FN_DOCTOR_PROBE_MS);
+	char *args[] = {"net-gate", ms, NULL};
+	struct fn_request req = {.image = s->helper_image,
+	                         .args = args,
+	                         .n_args = 2,
+	                         .network = FN_NETWORK_NONE,
+	                         .run_as_user = 65534,
+	                         .run_as_group = 65534};
+	struct settings probe = *s; /* shallow: only read, never cleared */
+	probe.net_gate_ms = 0;
+	cleanup_close int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cleanup_close int out = memfd_create("krmpod-doctor-out", MFD_CLOEXEC);
+	cleanup_close int errfd = memfd_create("krmpod-doctor-err", MFD_CLOEXEC);
+	if (in < 0 || out < 0 || errfd < 0) {
+		line(r, "WARN", "NetworkPolicy enforcement: cannot tell (no probe: %s)",
+		     strerror(errno));
+		return;
+	}
+	struct fn_io io = {in, out, errfd, cancel};
+	int code = -1;
+	cleanup_err struct err *e = NULL;
+	int64_t t0 = now_ms();
+	int rc = fn_run(cfg, &probe, &req, &io, &code, &e);
+	cleanup_free char *said = memfd_text(errfd);
+	said[strcspn(said, "\n")] = '\0';
+	if (rc < 0)
+		line(r, "WARN",
+		     "NetworkPolicy enforcement: cannot tell: the probe pod (%s net-gate) did not "
+		     "run: %s",
+		     s->helper_image, e->msg);
+	else if (code == AGENT_GATE_EXIT_UNKNOWN)
+		line(r, "WARN", "NetworkPolicy enforcement: cannot tell: %s",
+		     said[0] ? said : "the probe could not check");
+	else if (code == AGENT_GATE_EXIT_ISOLATED)
+		line(r, "ok",
+		     "NetworkPolicy enforcement: a pod without a grant was isolated, seen from "
+		     "inside it (%s; the probe took %lld ms)",
+		     said[0] ? said : "krmpod net-gate", (long long)(now_ms() - t0));
+	else
+		line(r, "FAIL",
+		     "NetworkPolicy enforcement: a pod without a grant was NOT isolated: %s",
+		     said[0] ? said : "the probe exited non-zero without a message");
+}
+
 /* The checks that need the server, in the order a reader fixes them. */
 static void check_cluster(struct report *r, struct kube_config *cfg, struct kube_client *c,
-                          struct settings *s)
+                          struct settings *s, bool probe, atomic_int *cancel)
 {
 	const char *ns = s->namespace;
 	check_version(r, c);
@@ -247,9 +322,27 @@ static void check_cluster(struct report *r, struct kube_config *cfg, struct kube
 		     "refused (set it to the sidecar's own image)");
 	check_permissions(r, c, ns, s);
 	check_network_policies(r, c, ns, s);
+	if (probe)
+		check_enforcement(r, cfg, s, cancel);
+	else
+		line(r, "WARN",
+		     "NetworkPolicy enforcement: not checked: the policies above are what the API "
+		     "holds, not what the network does (krmpod doctor --probe runs a pod that "
+		     "checks from inside)");
+	if (s->net_gate_ms > 0)
+		line(r, "ok",
+		     "network gate: functions start once their pod is isolated, waiting at most "
+		     "%lld ms (KRMPOD_NETWORK_GATE)",
+		     (long long)s->net_gate_ms);
+	else
+		line(r, "WARN",
+		     "network gate: off (KRMPOD_NETWORK_GATE): policy enforcement is asynchronous, "
+		     "and a function may reach the network in its pod's first moment "
+		     "(docs/network.md, \"The gate\")");
 }
 
-int fn_doctor(char *const *envp, FILE *out, atomic_int *cancel, unsigned *failed, struct err **err)
+int fn_doctor(char *const *envp, FILE *out, bool probe, atomic_int *cancel, unsigned *failed,
+              struct err **err)
 {
 	struct report r = {.out = out};
 	struct settings s;
@@ -264,7 +357,7 @@ int fn_doctor(char *const *envp, FILE *out, atomic_int *cancel, unsigned *failed
 	int rc = kube_client_new(cfg, &c, err);
 	if (rc == 0) {
 		kube_client_set_cancel(c, cancel);
-		check_cluster(&r, cfg, c, &s);
+		check_cluster(&r, cfg, c, &s, probe, cancel);
 		fprintf(out, "doctor: %u failed, %u warnings\n", r.failed, r.warned);
 		*failed = r.failed;
 	}

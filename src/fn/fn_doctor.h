@@ -8,12 +8,20 @@
 
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "base/err.h"
 
 /* Runs the checks with the settings of envp, writing the report to out; *failed counts the
- * FAIL lines. Fails (-1) only when the settings or credentials cannot be loaded. */
-int fn_doctor(char *const *envp, FILE *out, atomic_int *cancel, unsigned *failed, struct err **err);
+ * FAIL lines. With probe, it also runs a pod as a function without a grant gets it, whose
+ * command is the network gate (`krmpod net-gate` from KRMPOD_HELPER_IMAGE; agent_gate.h):
+ * whether the policies are enforced, seen from inside a pod, not only which exist. Fails (-1)
+ * only when the settings or credentials cannot be loaded. */
+int fn_doctor(char *const *envp, FILE *out, bool probe, atomic_int *cancel, unsigned *failed,
+              struct err **err);
+
+/* How long the probe pod waits for its isolation. */
+#define FN_DOCTOR_PROBE_MS 15000
 
 #endif

@@ -95,3 +95,29 @@ def test_no_rights_at_all(kubesim, tmp_path):
     assert "[FAIL] permission pods get in namespace default is missing" in out, out
     assert "[FAIL] NetworkPolicies in default: cannot list them" in out, out
     assert "grant networkpolicies list" in out
+
+
+def test_enforcement_is_not_claimed_without_a_probe_and_honest_when_it_cannot_tell(kubesim):
+    """The policies in the API are not the network: without --probe doctor says it did not
+    check; with it, a probe pod runs `krmpod net-gate` from the helper image, and on kubesim,
+    which gives pods no API server address and has no network to enforce anything on, it says
+    it cannot tell (the real cluster's verdicts: tests/realkube/test_isolation.py)."""
+    from conftest import HELPER_IMAGE
+    install_policies(kubesim)
+    r = doctor(base_env(kubesim))
+    out = r.stdout.decode()
+    assert "[WARN] NetworkPolicy enforcement: not checked" in out and "--probe" in out, out
+    assert "[WARN] network gate: off (KRMPOD_NETWORK_GATE)" in out, out
+    env = base_env(kubesim, KRMPOD_HELPER_IMAGE=HELPER_IMAGE, KRMPOD_NETWORK_GATE="5s")
+    r = subprocess.run([KRMPOD_BIN, "doctor", "--probe"], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    out = r.stdout.decode()
+    assert "[WARN] NetworkPolicy enforcement: cannot tell: krmpod net-gate: cannot check: " \
+           "network gate: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" \
+           in out, out + r.stderr.decode()
+    assert "[ok  ] network gate: functions start once their pod is isolated, waiting at most " \
+           "5000 ms" in out, out
+    assert r.returncode == 0, out  # a warning, not a failure
+    r = subprocess.run([KRMPOD_BIN, "doctor", "--probes"], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    assert r.returncode == 2 and b"usage: krmpod doctor [--probe]" in r.stderr, r.stderr

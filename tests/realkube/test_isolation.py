@@ -201,6 +201,20 @@ def config_server_app(tmp_path, net, name):
 ALLOW_CONFIG_SERVER = "allow-config-server"
 
 
+def doctor_probe(install):
+    """`krmpod doctor --probe` in the sidecar, with its settings and in-cluster credentials."""
+    r = install.sidecar.exec(["krmpod", "doctor", "--probe"])
+    return r.stdout.decode() + r.stderr.decode()
+
+
+def test_doctor_s_probe_sees_the_enforcement_from_inside_a_pod(install):
+    out = doctor_probe(install)
+    assert "[ok  ] NetworkPolicy enforcement: a pod without a grant was isolated, seen from " \
+        "inside it" in out, out
+    assert "[ok  ] network gate: functions start once their pod is isolated, waiting at " \
+        "most 10000 ms (KRMPOD_NETWORK_GATE)" in out, out
+
+
 def test_a_policy_of_the_admin_s_lets_a_granted_function_reach_an_internal_server(
         install, net, tmp_path):
     app, url = config_server_app(tmp_path, net, "config")
@@ -267,6 +281,10 @@ def test_the_gate_refuses_to_start_a_function_in_a_pod_no_policy_isolates(
         assert "KRMPOD_NETWORK_GATE" in err, err
         # the function never ran: its probe output is nowhere
         assert "probes" not in err, err
+        if mode == "attach":  # and doctor's probe pod says so too
+            out = doctor_probe(install)
+            assert "[FAIL] NetworkPolicy enforcement: a pod without a grant was NOT " \
+                "isolated: " in out and "still reaches the API server" in out, out
     finally:
         kubectl("apply", "--server-side", "--field-manager=krmpod", "-f",
                 os.path.join(images.ROOT, "manifests", "functions", "networkpolicies.yaml"))

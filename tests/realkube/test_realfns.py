@@ -13,6 +13,8 @@ outputs); 1,000 resources through two functions; a function that mounts files; a
 that fails with its own message. Setters (apply-setters reads `# kpt-set:` comments, which
 kustomize drops before any function sees the resources) and 5,000 resources (kustomize's
 own time grows with their square) go through kpt: tests/realkube/test_kpt.py."""
+import re
+
 import pytest
 
 import realfns
@@ -220,13 +222,24 @@ def mounts_app(tmp_path):
     return write(tmp_path / "mounts", files)
 
 
+POOL_IMAGES = "%s/*,%s/*" % (realfns.CATALOG, realfns.ORG)
+
+
 def mode_env(mode, real_exec_mode):
     if mode == "attach":
         return {}
     env = dict(real_exec_mode)
     if mode == "pool":
-        env["KRMPOD_WARM_POOL"] = "true"
+        env.update(KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES=POOL_IMAGES)
     return env
+
+
+def empty_pool(install, real_exec_mode):
+    """Deletes the idle pool pods the warm renders left (krmpod gc with a 1 ms TTL)."""
+    from test_pool import gc, pool_pods
+    out = gc(install, real_exec_mode, KRMPOD_WARM_POOL_TTL="1ms",
+             KRMPOD_WARM_POOL_IMAGES=POOL_IMAGES)
+    assert pool_pods(install) == [], out
 
 
 def reference(app, tmp_path, real, flags=()):
@@ -235,6 +248,14 @@ def reference(app, tmp_path, real, flags=()):
 
 
 def assert_parity(install, real_exec_mode, app, tmp_path, modes=MODES, flags=()):
+    try:
+        return parity(install, real_exec_mode, app, tmp_path, modes, flags)
+    finally:
+        if "pool" in modes:
+            empty_pool(install, real_exec_mode)
+
+
+def parity(install, real_exec_mode, app, tmp_path, modes, flags):
     real = install.images["real"]
     ref = reference(app, tmp_path, real, flags)
     assert ref.returncode == 0, "the direct run failed: %s" % ref.stderr.decode()
@@ -250,6 +271,15 @@ def assert_parity(install, real_exec_mode, app, tmp_path, modes=MODES, flags=())
             # exec mode ran them from their image config, never falling back to attach
             if mode != "attach":
                 assert "runs in attach mode" not in err, err
+            used = set(re.findall(r"pod=(\S+): image=", err))
+            if mode == "pool" and i == 0:
+                cold = used
+            if mode == "pool" and i == 1:  # warm: the pods the cold render left, again
+                assert used and used <= cold, (used, cold, err)
+                assert all("created" not in p for p in pods.values()), (
+                    "the warm render made pods: %s\n%s" % (
+                        [pod_summary(p) for p in pods.values()], err))
+                continue
             for p in pods.values():
                 spec = p["created"]["spec"]
                 names = [c["name"] for c in spec["containers"]]
@@ -304,7 +334,11 @@ def test_function_fails_with_its_own_message(install, real_exec_mode, tmp_path, 
     ref = reference(app, tmp_path, install.images["real"])
     msg = 'monitoring port "admin" is not a container port'
     assert ref.returncode != 0 and msg in ref.stderr.decode(), ref.stderr.decode()
-    r, pods = render(install, app, **mode_env(mode, real_exec_mode))
+    try:
+        r, pods = render(install, app, **mode_env(mode, real_exec_mode))
+    finally:
+        if mode == "pool":
+            empty_pool(install, real_exec_mode)
     err = r.stderr.decode()
     assert r.returncode != 0 and r.stdout == b"", err
     assert msg in err, err  # the function's own words reach Argo CD's error text
