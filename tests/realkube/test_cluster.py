@@ -24,11 +24,17 @@ PROBE_IMAGE = "registry.local/krmpod-test/netprobe:1"
 PAGE = "hello from the server pod"
 
 
-def build_probe_image():
+def netprobe_binary():
+    """tests/realkube/netprobe.c, built static; its path."""
     out = os.path.join(images.WORK, "netprobe")
     os.makedirs(images.WORK, exist_ok=True)
     subprocess.run(["gcc", "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", out,
                     os.path.join(HERE, "netprobe.c")], check=True)
+    return out
+
+
+def build_probe_image():
+    out = netprobe_binary()
     with tempfile.TemporaryDirectory() as d:
         rootfs = os.path.join(d, "rootfs")
         subprocess.run([images.REALKUBE, "busybox-rootfs", rootfs], check=True)
@@ -124,10 +130,11 @@ class Lab:
                 if line.strip().startswith("Address")]
 
 
-@pytest.fixture(scope="module")
-def lab(cluster):
+def open_lab(cluster, prefix, second_port, service_type="ClusterIP"):
+    """A namespace of its own (deleted by close_lab): a server pod (busybox httpd on 8080 and
+    on second_port) behind the Service `web` (80 -> 8080), a client pod, every path routed."""
     build_probe_image()
-    ns = "realkube-net-" + uuid.uuid4().hex[:6]
+    ns = prefix + uuid.uuid4().hex[:6]
     kubectl("create", "namespace", ns)
     lab = Lab(cluster, ns)
     try:
@@ -135,21 +142,33 @@ def lab(cluster):
         while lab.api.request("GET", "/api/v1/namespaces/%s/serviceaccounts/default" % ns)[0] != 200:
             assert time.monotonic() < deadline, "no default ServiceAccount in %s" % ns
             time.sleep(0.2)
-        lab.create(pod("server", {"app": "server"},
-                       "httpd -p 8081 -h /www && exec httpd -f -p 8080 -h /www"), "pods")
+        lab.create(pod("server", {"app": "server"}, "httpd -p %d -h /www && exec httpd -f "
+                       "-p 8080 -h /www" % second_port), "pods")
         lab.create(pod("client", {"app": "client"}, "exec sleep 3600"), "pods")
         svc = lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-                          "spec": {"type": "NodePort", "selector": {"app": "server"},
+                          "spec": {"type": service_type, "selector": {"app": "server"},
                                    "ports": [{"port": 80, "targetPort": 8080}]}}, "services")
         lab.cluster_ip = svc["spec"]["clusterIP"]
-        lab.node_port = svc["spec"]["ports"][0]["nodePort"]
+        lab.node_port = svc["spec"]["ports"][0].get("nodePort")
         lab.server_ip = lab.wait_ready("server")["status"]["podIP"]
         lab.client_ip = lab.wait_ready("client")["status"]["podIP"]
         lab.wait_endpoint("web", lab.server_ip)
         lab.wait_routed(lab.cluster_ip, 80)
-        yield lab
-    finally:
-        kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        return lab
+    except BaseException:
+        close_lab(lab)
+        raise
+
+
+def close_lab(lab):
+    kubectl("delete", "namespace", lab.ns, "--wait=false", check=False)
+
+
+@pytest.fixture(scope="module")
+def lab(cluster):
+    lab = open_lab(cluster, "realkube-net-", 8081, service_type="NodePort")
+    yield lab
+    close_lab(lab)
 
 
 def until(what, fn, timeout=30):

@@ -19,7 +19,6 @@ import os
 import subprocess
 import tempfile
 import time
-import uuid
 
 import pytest
 import yaml
@@ -29,9 +28,8 @@ import realfns
 from conftest import FN_NS, assert_ok, pod_summary, render
 from kube import kubectl
 from sidecar import direct_build
-from test_cluster import PAGE, Lab, build_probe_image, pod
+from test_cluster import PAGE, close_lab, netprobe_binary, open_lab
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_FN = "example.com/krmpod-test/probe-fn:v1"
 PROBE_SCRIPT = r"""#!/bin/sh
 # a KRM function that reports what its pod reaches: for each TARGETS entry (IP:PORT) the word
@@ -51,10 +49,7 @@ done
 
 
 def build_probe_fn():
-    out = os.path.join(images.WORK, "netprobe")
-    os.makedirs(images.WORK, exist_ok=True)
-    subprocess.run(["gcc", "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", out,
-                    os.path.join(HERE, "netprobe.c")], check=True)
+    out = netprobe_binary()
     with tempfile.TemporaryDirectory() as d:
         rootfs = os.path.join(d, "rootfs")
         images.busybox_root(rootfs)
@@ -73,27 +68,9 @@ def build_probe_fn():
 def net(cluster, install):
     """A namespace of its own with a server pod (httpd on 8080, and on 53: a TCP port 53 that
     is not the cluster's DNS) behind the Service `web`, and a client pod no policy selects."""
-    build_probe_image()
     build_probe_fn()
-    ns = "realkube-iso-" + uuid.uuid4().hex[:6]
-    kubectl("create", "namespace", ns)
-    lab = Lab(cluster, ns)
+    lab = open_lab(cluster, "realkube-iso-", 53)
     try:
-        deadline = time.monotonic() + 30
-        while lab.api.request("GET", "/api/v1/namespaces/%s/serviceaccounts/default" % ns)[0] != 200:
-            assert time.monotonic() < deadline, "no default ServiceAccount in %s" % ns
-            time.sleep(0.2)
-        lab.create(pod("server", {"app": "server"},
-                       "httpd -p 53 -h /www && exec httpd -f -p 8080 -h /www"), "pods")
-        lab.create(pod("client", {"app": "client"}, "exec sleep 3600"), "pods")
-        svc = lab.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-                          "spec": {"selector": {"app": "server"},
-                                   "ports": [{"port": 80, "targetPort": 8080}]}}, "services")
-        lab.cluster_ip = svc["spec"]["clusterIP"]
-        lab.server_ip = lab.wait_ready("server")["status"]["podIP"]
-        lab.wait_ready("client")
-        lab.wait_endpoint("web", lab.server_ip)
-        lab.wait_routed(lab.cluster_ip, 80)
         env = cluster.env
         lab.targets = {
             "API server by its Service": "10.96.0.1:443",
@@ -105,7 +82,7 @@ def net(cluster, install):
             "the cluster's DNS (TCP)": "%s:53" % env["REALKUBE_DNS_IP"],
         }
         lab.names = ["kubernetes.default.svc.%s" % env["REALKUBE_CLUSTER_DOMAIN"],
-                     "web.%s.svc.%s" % (ns, env["REALKUBE_CLUSTER_DOMAIN"])]
+                     "web.%s.svc.%s" % (lab.ns, env["REALKUBE_CLUSTER_DOMAIN"])]
         # every target answers a pod no policy selects: what a function misses is the
         # policies' doing
         for what, t in lab.targets.items():
@@ -115,7 +92,7 @@ def net(cluster, install):
             assert lab.resolves(n), "from the client pod: %s" % n
         yield lab
     finally:
-        kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        close_lab(lab)
 
 
 def policies(install):
