@@ -18,6 +18,10 @@
 #                tests/tools/fn-org (app-generator, inject-defaults, file-config, net-config)
 # The functions are built as the catalog's Dockerfile builds them (no -s -w: the images'
 # sizes are upstream's); tests/realkube/images.py lays them out as its images.
+#   cosign       sigstore's cosign v3 (tests/tools/cosign), only when named: the signing tool
+#                the signature tests sign with (issue 22)
+#   cosign-v2    cosign v2 (tests/tools/cosign-v2), only when named: the key-based legacy
+#                signature format
 # argocd and kustomize need Go 1.27 (their go.mod), which the go command takes from the
 # module proxy (GOTOOLCHAIN=go1.27.3).
 #
@@ -57,7 +61,9 @@ targets() {
 		;;
 	fn-apply-setters) echo "github.com/kptdev/krm-functions-catalog/functions/go/apply-setters" ;;
 	fn-org) printf './%s\n' app-generator inject-defaults file-config net-config ;;
-	*) die "unknown peer '$1' (known: ${ALL[*]})" ;;
+	cosign) echo "github.com/sigstore/cosign/v3/cmd/cosign" ;;
+	cosign-v2) echo "github.com/sigstore/cosign/v2/cmd/cosign" ;;
+	*) die "unknown peer '$1' (known: ${ALL[*]} kube-next cosign cosign-v2)" ;;
 	esac
 }
 
