@@ -15,7 +15,7 @@ extern char **environ;
 #include "cli/cmd.h"
 #include "config/settings.h"
 
-/* "--net-gate MS" or "MS": the gate's time in milliseconds, > 0. */
+/* MS, the gate's time in milliseconds: a number > 0. */
 static int gate_ms(const char *text, int64_t *out, struct err **err)
 {
 	char *end = NULL;
