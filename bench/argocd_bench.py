@@ -34,7 +34,7 @@ import apptrees  # noqa: E402
 import argocd  # noqa: E402
 import conftest  # noqa: E402
 import images  # noqa: E402
-from kube import Api, kubectl  # noqa: E402
+from kube import kubectl  # noqa: E402
 from sidecar import ARGOCD_ENV, Sidecar, direct_build  # noqa: E402
 
 APP = "bench"
@@ -121,15 +121,7 @@ def set_mode(mode, cluster_env):
 
 
 def run(krmpod, n, modes):
-    st = subprocess.run([images.REALKUBE, "status"], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
-    started_here = st.returncode == 3
-    subprocess.run([images.REALKUBE, "start"], check=True, stdout=subprocess.PIPE)
-    env = dict(l[len("export "):].split("=", 1) for l in images.run(
-        [images.REALKUBE, "env"]).splitlines() if l.startswith("export "))
-    os.environ["KUBECONFIG"] = env["KUBECONFIG"]
-    api = Api(env["REALKUBE_API_SERVER"], env["REALKUBE_CA_CERT"], env["REALKUBE_ADMIN_CERT"],
-              env["REALKUBE_ADMIN_KEY"])
+    env, api, started_here = conftest.realkube_up()
     tmp = tempfile.mkdtemp(prefix="argocd-bench-")
     made = []
     try:
@@ -190,9 +182,7 @@ def run(krmpod, n, modes):
         for ns in made + [DEST]:
             kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
         shutil.rmtree(tmp, ignore_errors=True)
-        if started_here:
-            subprocess.run([images.REALKUBE, "stop"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+        conftest.realkube_down(started_here)
 
 
 def main():

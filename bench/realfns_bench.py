@@ -27,7 +27,7 @@ import conftest  # noqa: E402
 import images  # noqa: E402
 import realfns  # noqa: E402
 import test_realfns  # noqa: E402
-from kube import Api, kubectl  # noqa: E402
+from kube import kubectl  # noqa: E402
 from sidecar import ARGOCD_ENV, Sidecar, direct_build  # noqa: E402
 
 
@@ -53,27 +53,14 @@ def timed_generate(sidecar, app, env):
 
 
 def run(krmpod, n):
-    st = subprocess.run([images.REALKUBE, "status"], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
-    started_here = st.returncode == 3
-    subprocess.run([images.REALKUBE, "start"], check=True, stdout=subprocess.PIPE)
-    env = dict(l[len("export "):].split("=", 1) for l in images.run(
-        [images.REALKUBE, "env"]).splitlines() if l.startswith("export "))
-    os.environ["KUBECONFIG"] = env["KUBECONFIG"]
-    api = Api(env["REALKUBE_API_SERVER"], env["REALKUBE_CA_CERT"], env["REALKUBE_ADMIN_CERT"],
-              env["REALKUBE_ADMIN_KEY"])
+    env, api, started_here = conftest.realkube_up()
     tmp = tempfile.mkdtemp(prefix="realfns-bench-")
     made = []
     try:
         built = images.build_all(env["REALKUBE_CONTAINERD_SOCK"], krmpod)
         conftest.install_all(api, built, made)
         sidecar = Sidecar("argocd", conftest.current_repo_server_pod(api))
-        ca = "/tmp/krmpod-realkube-ca.crt"
-        with open(env["REALKUBE_CA_CERT"], "rb") as f:
-            sidecar.add_file(ca, f.read())
-        reg = env["REALKUBE_REGISTRY"]
-        exec_env = {"KRMPOD_MODE": "exec", "KRMPOD_REGISTRY_CA": ca,
-                    "KRMPOD_REGISTRY_MIRRORS": "ghcr.io=%s,example.com=%s" % (reg, reg)}
+        exec_env = conftest.real_exec_env(env, sidecar)
         empty = []
         for _ in range(n):
             t0 = time.monotonic()
@@ -113,13 +100,11 @@ def run(krmpod, n):
             d = tempfile.mkdtemp(dir=tmp)
             root = os.path.join(d, "root")
             images.busybox_root(root)
-            dst = os.path.join(root, "usr", "local", "bin", "function")
-            os.makedirs(os.path.dirname(dst))
-            shutil.copyfile(v["binary"], dst)
-            os.chmod(dst, 0o755)
+            realfns.image_root(v["binary"], root)
             t0 = time.monotonic()
             images.run([images.REALKUBE, "image", v["image"], root, "--entrypoint",
-                        '["function"]', "--env", "PATH=" + images.SYS_PATH])
+                        json.dumps(realfns.IMAGE_ENTRYPOINT)] +
+                       ["--env=%s=%s" % kv for kv in realfns.IMAGE_ENV])
             results["images"][fn] = {"image": v["image"], "size_bytes": v["size"],
                                      "binary_bytes": os.path.getsize(v["binary"]),
                                      "import_s": time.monotonic() - t0}
@@ -130,9 +115,7 @@ def run(krmpod, n):
         for ns in made:
             kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
         shutil.rmtree(tmp, ignore_errors=True)
-        if started_here:
-            subprocess.run([images.REALKUBE, "stop"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+        conftest.realkube_down(started_here)
 
 
 def main():

@@ -31,3 +31,12 @@ def test_the_gate_needs_the_helper_image(kubesim):
     err = r.stderr.decode()
     assert r.returncode != 0 and "KRMPOD_NETWORK_GATE=2s needs KRMPOD_HELPER_IMAGE" in err, err
     assert kubesim.requests()[before:] == [], kubesim.requests()[before:]  # no pod, no request
+
+
+def test_net_gate_names_a_bad_time():
+    import subprocess
+    from conftest import KRMPOD_BIN
+    r = subprocess.run([KRMPOD_BIN, "net-gate", "10s"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    assert r.returncode == 2, r.stderr.decode()
+    assert b"net-gate: 10s is not a number of milliseconds" in r.stderr, r.stderr

@@ -267,18 +267,46 @@ def exec_mode(cluster, built_images, install):
         reg.stop()
 
 
-@pytest.fixture(scope="session")
-def real_exec_mode(cluster, install):
+def real_exec_env(cluster_env, sidecar):
     """KRMPOD_MODE=exec for the real functions (tests/realkube/realfns.py): their image
     configs are read under their real names (ghcr.io/..., example.com/...) from the cluster's
     registry (scripts/realkube: the one containerd mirrors those names to), through
-    KRMPOD_REGISTRY_MIRRORS, trusting the cluster's CA. Returns the render env."""
-    reg = cluster.env["REALKUBE_REGISTRY"]
+    KRMPOD_REGISTRY_MIRRORS, trusting the cluster's CA (put into the sidecar). The render env."""
     ca = "/tmp/krmpod-realkube-ca.crt"
-    with open(cluster.env["REALKUBE_CA_CERT"], "rb") as f:
-        install.sidecar.add_file(ca, f.read())
+    with open(cluster_env["REALKUBE_CA_CERT"], "rb") as f:
+        sidecar.add_file(ca, f.read())
     return {"KRMPOD_MODE": "exec", "KRMPOD_REGISTRY_CA": ca,
-            "KRMPOD_REGISTRY_MIRRORS": "ghcr.io=%s,example.com=%s" % (reg, reg)}
+            "KRMPOD_REGISTRY_MIRRORS": real_mirrors(cluster_env)}
+
+
+def real_mirrors(cluster_env):
+    """KRMPOD_REGISTRY_MIRRORS for the real functions' registries: the cluster's registry."""
+    reg = cluster_env["REALKUBE_REGISTRY"]
+    return "ghcr.io=%s,example.com=%s" % (reg, reg)
+
+
+@pytest.fixture(scope="session")
+def real_exec_mode(cluster, install):
+    return real_exec_env(cluster.env, install.sidecar)
+
+
+def realkube_up():
+    """For the benches: the cluster started unless it runs; (its env, an admin Api, whether
+    it was started here: realkube_down stops it then)."""
+    st = subprocess.run([REALKUBE, "status"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+    subprocess.run([REALKUBE, "start"], check=True, stdout=subprocess.PIPE)
+    env = dict(l[len("export "):].split("=", 1) for l in images.run(
+        [REALKUBE, "env"]).splitlines() if l.startswith("export "))
+    os.environ["KUBECONFIG"] = env["KUBECONFIG"]
+    api = Api(env["REALKUBE_API_SERVER"], env["REALKUBE_CA_CERT"], env["REALKUBE_ADMIN_CERT"],
+              env["REALKUBE_ADMIN_KEY"])
+    return env, api, st.returncode == 3
+
+
+def realkube_down(started_here):
+    if started_here:
+        subprocess.run([REALKUBE, "stop"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 @pytest.fixture(autouse=True)

@@ -71,6 +71,19 @@ def binaries():
     return out
 
 
+# The config the catalog's Dockerfile gives its images (and alpine's PATH).
+IMAGE_ENTRYPOINT = ["function"]
+IMAGE_ENV = [("PATH", SYS_PATH)]
+
+
+def image_root(binary, root):
+    """Puts binary where the catalog's Dockerfile does, into the root filesystem at root."""
+    dst = os.path.join(root, "usr", "local", "bin", "function")
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copyfile(binary, dst)
+    os.chmod(dst, 0o755)
+
+
 def build_images(imp):
     """Imports every real function's image; {function: {"image", "digest", "binary",
     "size"}} (size: the image's root filesystem in bytes, binary included)."""
@@ -83,14 +96,11 @@ def build_images(imp):
         for name, binary in sorted(bins.items()):
             root = os.path.join(tmp, name)
             shutil.copytree(base, root, symlinks=True)
-            dst = os.path.join(root, "usr", "local", "bin", "function")
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copyfile(binary, dst)
-            os.chmod(dst, 0o755)
+            image_root(binary, root)
             size = sum(os.lstat(os.path.join(d, f)).st_size
                        for d, _, fs in os.walk(root) for f in fs)
-            digest = imp.image(image_name(name), root, entrypoint=["function"],
-                               env=[("PATH", SYS_PATH)])
+            digest = imp.image(image_name(name), root, entrypoint=IMAGE_ENTRYPOINT,
+                               env=IMAGE_ENV)
             out[name] = {"image": image_name(name), "digest": digest, "binary": binary,
                          "size": size}
             shutil.rmtree(root)

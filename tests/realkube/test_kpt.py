@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import FN_NS, KRMPOD_BIN, ROOT
+from conftest import FN_NS, KRMPOD_BIN, ROOT, real_mirrors
 from images import FN_IMAGE
 
 from kptlib import (GROUP_ID, KPT, RESOURCES, USER_ID, assert_same, chown_tree, docker_dir,
@@ -178,11 +178,11 @@ def real_env(install, root, mode, through_pods):
         return direct_env(root, **realfns.direct_env(install.images["real"]))
     if mode != "exec":
         return pods_env(install, root)
-    reg = install.cluster.env["REALKUBE_REGISTRY"]
+    cenv = install.cluster.env
     env = pods_env(install, root, KRMPOD_MODE="exec", KRMPOD_HELPER_IMAGE=install.pinned_image,
-                   KRMPOD_REGISTRY_CA=install.cluster.env["REALKUBE_CA_CERT"],
-                   KRMPOD_REGISTRY_MIRRORS="ghcr.io=%s,example.com=%s" % (reg, reg))
-    env["NO_PROXY"] += "," + reg.rsplit(":", 1)[0]
+                   KRMPOD_REGISTRY_CA=cenv["REALKUBE_CA_CERT"],
+                   KRMPOD_REGISTRY_MIRRORS=real_mirrors(cenv))
+    env["NO_PROXY"] += "," + cenv["REALKUBE_REGISTRY"].rsplit(":", 1)[0]
     return env
 
 

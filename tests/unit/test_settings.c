@@ -151,6 +151,25 @@ TEST(network_gate)
 	clear_env();
 }
 
+/* Inside an exec-mode function container: the gate's milliseconds pod_spec.c gave it. */
+TEST(agent_net_gate)
+{
+	int64_t ms = -1;
+	struct err *e = NULL;
+	char *none[] = {NULL};
+	CHECK_INT(settings_agent_net_gate(none, &ms, &e), 0);
+	CHECK(ms == 0);
+	char *set[] = {"KRMPOD_NET_GATE_MS=10000", NULL};
+	CHECK_INT(settings_agent_net_gate(set, &ms, &e), 0);
+	CHECK(ms == 10000);
+	char *bad[] = {"KRMPOD_NET_GATE_MS=10s", NULL};
+	CHECK_INT(settings_agent_net_gate(bad, &ms, &e), -1);
+	CHECK(e && e->code == ERR_CONFIG);
+	if (e)
+		CHECK_CONTAINS(e->msg, "KRMPOD_NET_GATE_MS=10s is not a number of milliseconds");
+	err_free(e);
+}
+
 TEST(quantities)
 {
 	struct err *e = NULL;
@@ -171,6 +190,7 @@ int main(void)
 	RUN(bad_values_name_the_variable);
 	RUN(start_timeout_longer_than_timeout);
 	RUN(network_gate);
+	RUN(agent_net_gate);
 	RUN(quantities);
 	return check_summary();
 }
