@@ -26,6 +26,7 @@ LAYERS = [
     ["cmp"],
     ["shim"],
     ["fn"],
+    ["sign"],
     ["catalog"],
     ["pod"],
     ["kube", "mounts", "registry", "agent"],

@@ -61,6 +61,13 @@
  * (the rest is read and dropped): */
 #define LIMIT_REGISTRY_HEADER     (8u << 10)
 #define LIMIT_REGISTRY_ERROR_BODY (16u << 10)
+/* Signatures (sign/cosign.h): a simple-signing payload, a sigstore bundle, the signature
+ * policy file, and how many signatures of one image are looked at (layers of the .sig
+ * manifest, bundle referrers) before the rest is ignored: */
+#define LIMIT_COSIGN_PAYLOAD    (64u << 10)
+#define LIMIT_COSIGN_BUNDLE     (1u << 20)
+#define LIMIT_SIGNATURE_POLICY  (1u << 20)
+#define LIMIT_COSIGN_SIGNATURES 64
 /* The system CA bundle together with KRMPOD_REGISTRY_CA: */
 #define LIMIT_CA_BUNDLE (4u << 20)
 /* The content cache (registry_opts.cache_dir): the oldest files beyond this many bytes are

@@ -381,6 +381,7 @@ int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struc
 				        &(struct policy_image){
 				                .image = image,
 				                .origin = origin,
+				                .catalog = c->name,
 				                .require_network = ver->require_network,
 				                .require_storage_mount = ver->require_storage_mount,
 				                .share_across_apps = ver->share_across_apps});

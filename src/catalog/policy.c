@@ -36,6 +36,7 @@ void policy_clear(struct policy *p)
 	for (size_t i = 0; i < p->n_images; i++) {
 		free(p->images[i].image);
 		free(p->images[i].origin);
+		free(p->images[i].catalog);
 	}
 	free(p->images);
 	for (size_t i = 0; i < p->n_named; i++) {
@@ -53,6 +54,7 @@ void policy_add_image(struct policy *p, const struct policy_image *e)
 	*n = *e;
 	n->image = xstrdup(e->image);
 	n->origin = xstrdup(e->origin);
+	n->catalog = e->catalog ? xstrdup(e->catalog) : NULL;
 }
 
 void policy_add_named(struct policy *p, const char *image, const char *where)
@@ -95,6 +97,12 @@ static const struct policy_image *catalog_image(const struct policy *p, const ch
 			return e;
 	}
 	return NULL;
+}
+
+const char *policy_catalog_of(const struct policy *p, const char *image)
+{
+	const struct policy_image *e = catalog_image(p, image);
+	return e ? e->catalog : NULL;
 }
 
 bool policy_shared(const struct policy *p, const char *image)
@@ -198,6 +206,8 @@ void policy_write(const struct policy *p, struct buf *out)
 		jw_obj_begin(&w);
 		jw_kv_str(&w, "image", p->images[i].image);
 		jw_kv_str(&w, "origin", p->images[i].origin);
+		if (p->images[i].catalog)
+			jw_kv_str(&w, "catalog", p->images[i].catalog);
 		jw_kv_bool(&w, "requireNetwork", p->images[i].require_network);
 		jw_kv_bool(&w, "requireStorageMount", p->images[i].require_storage_mount);
 		jw_kv_bool(&w, "shareAcrossApplications", p->images[i].share_across_apps);
@@ -228,7 +238,8 @@ static void read_lists(const struct json *doc, struct policy *p)
 	for (size_t i = 0; i < json_len(im); i++) {
 		const struct json *e = json_at(im, i);
 		struct policy_image pi = {.image = (char *)json_str(json_get(e, "image")),
-		                          .origin = (char *)json_str(json_get(e, "origin"))};
+		                          .origin = (char *)json_str(json_get(e, "origin")),
+		                          .catalog = (char *)json_str(json_get(e, "catalog"))};
 		json_bool(json_get(e, "requireNetwork"), &pi.require_network);
 		json_bool(json_get(e, "requireStorageMount"), &pi.require_storage_mount);
 		json_bool(json_get(e, "shareAcrossApplications"), &pi.share_across_apps);

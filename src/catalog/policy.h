@@ -30,8 +30,9 @@
 
 /* An image an admin's catalog lists, with what its entry allows. */
 struct policy_image {
-	char *image;  /* what runs: name@sha256:<hex>, or the image as written without digest */
-	char *origin; /* "GROUP/VERSION KIND in catalog NAME (SOURCE)", for messages */
+	char *image;   /* what runs: name@sha256:<hex>, or the image as written without digest */
+	char *origin;  /* "GROUP/VERSION KIND in catalog NAME (SOURCE)", for messages */
+	char *catalog; /* the catalog's metadata.name (a signature policy may name it) */
 	bool require_network;
 	bool require_storage_mount;
 	bool share_across_apps; /* its entry's shareAcrossApplications (catalog.h) */
@@ -73,6 +74,10 @@ int policy_check(const struct policy *p, const char *image, bool network, bool m
 /* Whether an admin's catalog entry that allows image (as policy_check matches it) marks it
  * shareAcrossApplications: a warm-pool pod of it may then serve any Application. */
 bool policy_shared(const struct policy *p, const char *image);
+
+/* The metadata.name of the admin catalog whose entry allows image (as policy_check
+ * matches it), or NULL. Borrowed from p. */
+const char *policy_catalog_of(const struct policy *p, const char *image);
 
 /* Whether image matches pattern ('*' any run of characters, everything else literal). */
 bool policy_pattern_match(const char *pattern, const char *image);

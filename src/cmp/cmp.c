@@ -32,6 +32,7 @@
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kubeconfig.h"
+#include "sign/sig_policy.h"
 
 #define INIT_KUSTOMIZE_TIMEOUT_MS 2000
 /* How long deleting the pods of killed shims may take (lost_shims). */
@@ -311,8 +312,18 @@ static void render_free(struct render *r)
 static int check_policy(struct render *r, struct err **err)
 {
 	policy_init(&r->policy, &r->fs);
+	bool sig_catalogs = false;
+	if (r->fs.signature_policy) { /* read before kustomize runs: a bad one fails at once */
+		struct sig_policy sp;
+		if (sig_policy_load(r->fs.signature_policy, "KRMPOD_SIGNATURE_POLICY", &sp, err) <
+		    0)
+			return err_wrap(err, "generate");
+		sig_catalogs = sig_policy_has_catalogs(&sp);
+		sig_policy_clear(&sp);
+	}
+	bool admin_catalogs = r->fs.n_trusted_catalogs + r->fs.n_default_catalogs > 0;
 	bool images = r->fs.image_policy == IMAGE_POLICY_CATALOG ||
-	              (r->fs.warm_pool && r->fs.n_trusted_catalogs + r->fs.n_default_catalogs > 0);
+	              ((r->fs.warm_pool || sig_catalogs) && admin_catalogs);
 	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest && !images)
 		return 0;
 	if (images && catalog_store_admin_images(r->store, &r->policy, err) < 0)

@@ -7,6 +7,7 @@
 void fn_request_clear(struct fn_request *req)
 {
 	free(req->image);
+	free(req->pinned_image);
 	for (size_t i = 0; i < req->n_args; i++)
 		free(req->args[i]);
 	free(req->args);

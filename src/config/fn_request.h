@@ -35,6 +35,10 @@ struct fn_mount {
 
 struct fn_request {
 	char *image;
+	/* What the pod runs when a signature policy covers the image (fn_trust.h): the image
+	 * pinned to the digest whose signature was verified, "NAME[:TAG]@sha256:…"; NULL:
+	 * image as written. */
+	char *pinned_image;
 	char **args; /* arguments after the image (the container's args), n_args of them */
 	size_t n_args;
 	struct fn_env *env; /* in the order given; only variables that have a value */

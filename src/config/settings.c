@@ -525,6 +525,7 @@ static int load_catalogs(char *const *e, struct settings *s, struct err **err)
 	load_string(e, "KRMPOD_REGISTRY_CA", &s->registry_ca);
 	load_string(e, "KRMPOD_REGISTRY_AUTH", &s->registry_auth);
 	load_string(e, "KRMPOD_POLICY_FILE", &s->policy_file);
+	load_string(e, "KRMPOD_SIGNATURE_POLICY", &s->signature_policy);
 	const char *c = settings_env(e, "KRMPOD_CACHE_DIR");
 	s->cache_dir = c ? xstrdup(c) : xasprintf("%s/krmpod-cache", tmp_dir());
 	return load_mirrors(e, s, err);
@@ -650,6 +651,43 @@ static int load_net_gate(char *const *e, struct settings *s, struct err **err)
 	return 0;
 }
 
+/* KRMPOD_IMAGE_PULL_SECRETS: comma-separated Secret names (DNS subdomains), each kept once. */
+static int load_pull_secrets(char *const *e, struct settings *s, struct err **err)
+{
+	const char *var = "KRMPOD_IMAGE_PULL_SECRETS", *v = settings_env(e, var);
+	if (v == NULL)
+		return 0;
+	cleanup_free char *copy = xstrdup(v);
+	char *save = NULL;
+	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		while (*p == ' ')
+			p++;
+		size_t len = strlen(p);
+		while (len > 0 && p[len - 1] == ' ')
+			p[--len] = '\0';
+		if (!dns_subdomain_ok(p, len))
+			return err_set(
+			        err, ERR_CONFIG,
+			        "%s=%s: \"%s\" is not a Secret name (a DNS subdomain: lowercase "
+			        "letters, digits, '-' and '.', starting and ending with a letter "
+			        "or digit, at most 253)",
+			        var, v, p);
+		bool dup = false;
+		for (size_t i = 0; i < s->n_pull_secrets && !dup; i++)
+			dup = strcmp(s->pull_secrets[i], p) == 0;
+		if (dup)
+			continue;
+		s->pull_secrets =
+		        xrealloc(s->pull_secrets, (s->n_pull_secrets + 1) * sizeof(char *));
+		s->pull_secrets[s->n_pull_secrets++] = xstrdup(p);
+	}
+	if (s->n_pull_secrets == 0)
+		return err_set(err, ERR_CONFIG,
+		               "%s=%s names no Secret (e.g. registry-credentials,other-registry)",
+		               var, v);
+	return 0;
+}
+
 static int load(char *const *e, struct settings *s, struct err **err)
 {
 	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
@@ -693,7 +731,7 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	if (omax && settings_parse_size("KRMPOD_MAX_OUTPUT", omax, &s->max_output, err) < 0)
 		return -1;
 	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0 ||
-	    load_net_gate(e, s, err) < 0)
+	    load_net_gate(e, s, err) < 0 || load_pull_secrets(e, s, err) < 0)
 		return -1;
 	return fit_start_timeout(e, s, err);
 }
@@ -740,6 +778,10 @@ void settings_clear(struct settings *s)
 	free(s->image_allowlist);
 	free(s->registry_ca);
 	free(s->registry_auth);
+	free(s->signature_policy);
+	for (size_t i = 0; i < s->n_pull_secrets; i++)
+		free(s->pull_secrets[i]);
+	free(s->pull_secrets);
 	free(s->cache_dir);
 	free(s->policy_file);
 	for (size_t i = 0; i < s->n_registry_mirrors; i++) {

@@ -105,8 +105,16 @@ struct settings {
 	bool require_digest; /* KRMPOD_REQUIRE_DIGEST: only images referenced by digest */
 	char *registry_ca;   /* KRMPOD_REGISTRY_CA: a PEM bundle trusted besides the system's */
 	char *registry_auth; /* KRMPOD_REGISTRY_AUTH: a dockerconfigjson with credentials */
-	char *cache_dir;     /* KRMPOD_CACHE_DIR (default $TMPDIR/krmpod-cache) */
-	char *policy_file;   /* KRMPOD_POLICY_FILE: the policy generate resolved for its shims */
+	/* KRMPOD_IMAGE_PULL_SECRETS "name,name2": Secrets in the functions namespace (of type
+	 * kubernetes.io/dockerconfigjson) every function pod pulls with, besides its
+	 * PodTemplate's imagePullSecrets; DNS subdomain names, each once. */
+	char **pull_secrets;
+	size_t n_pull_secrets;
+	char *cache_dir;   /* KRMPOD_CACHE_DIR (default $TMPDIR/krmpod-cache) */
+	char *policy_file; /* KRMPOD_POLICY_FILE: the policy generate resolved for its shims */
+	/* KRMPOD_SIGNATURE_POLICY: the path of the admin's signature policy (sign/sig_policy.h):
+	 * which images must be signed by which keys; NULL: no signature is required. */
+	char *signature_policy;
 	/* KRMPOD_MODE=attach|exec (default attach). exec needs KRMPOD_HELPER_IMAGE; a function
 	 * whose image config cannot be read from its registry runs in attach mode. */
 	enum fn_mode mode;

@@ -17,6 +17,7 @@
 #include "catalog/policy.h"
 #include "fn/fn_image.h"
 #include "fn/fn_pool.h"
+#include "fn/fn_trust.h"
 #include "kube/kube_api.h"
 #include "pod/pod_spec.h"
 #include "pod/pod_template.h"
@@ -133,8 +134,9 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct 
 	if (fn_config_load_template(s, cfg, err) < 0 ||
 	    settings_apply_overrides(s, req->image, err) < 0)
 		return -1;
-	if (fn_image_resolve(s, req, &signals_cancel, now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS, err) <
-	    0)
+	int64_t deadline = now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS;
+	if (fn_trust_check(s, req, &signals_cancel, deadline, err) < 0 ||
+	    fn_image_resolve(s, req, &signals_cancel, deadline, err) < 0)
 		return -1;
 	req->pooled = fn_pool_takes(s, req);
 	req->pool_shared = false;

@@ -61,7 +61,7 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 	struct oci_ref ref;
 	struct registry_image_config c;
 	cleanup_err struct err *e = NULL;
-	int rc = oci_ref_parse(req->image, &ref, &e);
+	int rc = oci_ref_parse(req->pinned_image ? req->pinned_image : req->image, &ref, &e);
 	if (rc == 0) {
 		rc = registry_image_config(&o, &ref, &c, &e);
 		oci_ref_clear(&ref);

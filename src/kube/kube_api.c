@@ -245,12 +245,25 @@ int kube_api_pod_list(struct kube_client *c, const char *ns, const char *label_s
 	return kube_request(c, "GET", path, NULL, NULL, 0, NULL, out, err);
 }
 
+/* GET of one named core/v1 object of ns ("podtemplates", "secrets"). */
+static int core_get(struct kube_client *c, const char *ns, const char *resource, const char *name,
+                    long *status, struct json **out, struct err **err)
+{
+	cleanup_free char *esc = url_query_escape(name);
+	cleanup_free char *path = xasprintf(CORE "%s/%s/%s", ns, resource, esc);
+	return kube_request(c, "GET", path, NULL, NULL, 0, status, out, err);
+}
+
 int kube_api_podtemplate_get(struct kube_client *c, const char *ns, const char *name, long *status,
                              struct json **out, struct err **err)
 {
-	cleanup_free char *esc = url_query_escape(name);
-	cleanup_free char *path = xasprintf(CORE "%s/podtemplates/%s", ns, esc);
-	return kube_request(c, "GET", path, NULL, NULL, 0, status, out, err);
+	return core_get(c, ns, "podtemplates", name, status, out, err);
+}
+
+int kube_api_secret_get(struct kube_client *c, const char *ns, const char *name, long *status,
+                        struct json **out, struct err **err)
+{
+	return core_get(c, ns, "secrets", name, status, out, err);
 }
 
 int kube_api_networkpolicy_list(struct kube_client *c, const char *ns, struct json **out,

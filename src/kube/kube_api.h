@@ -93,6 +93,11 @@ int kube_api_pod_list(struct kube_client *c, const char *ns, const char *label_s
 int kube_api_podtemplate_get(struct kube_client *c, const char *ns, const char *name, long *status,
                              struct json **out, struct err **err);
 
+/* GETs the Secret ns/name into *out (`krmpod doctor` reads its type, never prints its
+ * data); *status as in kube_api_pod_get (403: no `secrets get`). */
+int kube_api_secret_get(struct kube_client *c, const char *ns, const char *name, long *status,
+                        struct json **out, struct err **err);
+
 /* Lists the NetworkPolicies of ns. */
 int kube_api_networkpolicy_list(struct kube_client *c, const char *ns, struct json **out,
                                 struct err **err);

@@ -193,7 +193,50 @@ static void write_volumes(struct jw *w, const struct fn_request *req, const stru
 	jw_arr_end(w);
 }
 
-/* Scheduling and runtime fields a PodTemplate may set, copied as they are. */
+/* Appends name to names[*n] unless it is there already. */
+static void add_pull_secret(const char **names, size_t *n, const char *name)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(names[i], name) == 0)
+			return;
+	names[(*n)++] = name;
+}
+
+size_t pod_spec_pull_secrets(const struct settings *s, const char ***out)
+{
+	const struct json *tl = json_path(s->template, "spec.imagePullSecrets");
+	size_t nt = json_type(tl) == JSON_ARRAY ? json_len(tl) : 0, n = 0;
+	const char **names = xcalloc(nt + s->n_pull_secrets + 1, sizeof(char *));
+	for (size_t i = 0; i < nt; i++) {
+		const char *name = json_str(json_get(json_at(tl, i), "name"));
+		if (name && *name)
+			add_pull_secret(names, &n, name);
+	}
+	for (size_t i = 0; i < s->n_pull_secrets; i++)
+		add_pull_secret(names, &n, s->pull_secrets[i]);
+	*out = names;
+	return n;
+}
+
+static void write_pull_secrets(struct jw *w, const struct settings *s)
+{
+	const char **names = NULL;
+	size_t n = pod_spec_pull_secrets(s, &names);
+	if (n > 0) {
+		jw_key(w, "imagePullSecrets");
+		jw_arr_begin(w);
+		for (size_t i = 0; i < n; i++) {
+			jw_obj_begin(w);
+			jw_kv_str(w, "name", names[i]);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
+	free(names);
+}
+
+/* Scheduling and runtime fields a PodTemplate may set, copied as they are; imagePullSecrets
+ * merged with KRMPOD_IMAGE_PULL_SECRETS. */
 static void write_template_spec(struct jw *w, const struct settings *s)
 {
 	static const char *keys[] = {"tolerations",       "nodeSelector",     "affinity",
@@ -201,7 +244,9 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 	const struct json *spec = json_get(s->template, "spec");
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const struct json *v = json_get(spec, keys[i]);
-		if (v && json_type(v) != JSON_NULL) {
+		if (strcmp(keys[i], "imagePullSecrets") == 0) {
+			write_pull_secrets(w, s);
+		} else if (v && json_type(v) != JSON_NULL) {
 			jw_key(w, keys[i]);
 			json_write(w, v);
 		}
@@ -291,7 +336,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 {
 	jw_obj_begin(w);
 	jw_kv_str(w, "name", POD_CONTAINER_NAME);
-	jw_kv_str(w, "image", req->image);
+	jw_kv_str(w, "image", req->pinned_image ? req->pinned_image : req->image);
 	const char *pp = pull_policy(req->pull);
 	if (pp)
 		jw_kv_str(w, "imagePullPolicy", pp);

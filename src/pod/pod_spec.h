@@ -14,6 +14,9 @@
  * ownerReference to it without blockOwnerDeletion, so function pods die with the
  * repo-server pod.
  *
+ * imagePullSecrets: pod_spec_pull_secrets (the kubelet pulls with them; the spec names
+ * Secrets, never holds credentials).
+ *
  * --mount flags add emptyDir volumes, their volumeMounts and, for bind mounts, the `mounts`
  * init container that receives the files (pod_mounts.h).
  */
@@ -54,6 +57,12 @@ void pod_spec_build_pool(const struct fn_request *req, const struct settings *s,
  * (managed-by, function, and network: "granted" or "none"). The strings are borrowed from s
  * (string literals for krmpod's own). Returns the count; *out is a new array to free. */
 size_t pod_spec_labels(const struct settings *s, bool network_granted, struct label **out);
+
+/* The Secrets a function pod pulls with (its imagePullSecrets, in order): the names of the
+ * PodTemplate's spec.imagePullSecrets, then KRMPOD_IMAGE_PULL_SECRETS, each name once (an
+ * entry without a name is left out). The strings are borrowed from s. Returns the count;
+ * *out is a new NULL-terminated array to free. */
+size_t pod_spec_pull_secrets(const struct settings *s, const char ***out);
 
 /* The generateName prefix for an image: "krmpod-" + the image's last path segment without
  * tag/digest, lowercased, non-alphanumerics as '-', cut so the name stays ≤ 63 chars with

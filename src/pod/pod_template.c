@@ -61,12 +61,13 @@ static int check_security_context(const struct json *sc, const char *what, const
 	return 0;
 }
 
-/* The lists krmpod reads element by element (and extends, for volumes) must be lists of
- * mappings: a mapping's values would be read, and written, as if they were its elements
- * (tests/fuzz/crashes/pod_template/volumes-mapping). */
+/* The lists krmpod reads element by element (and extends, for volumes and imagePullSecrets)
+ * must be lists of mappings: a mapping's values would be read, and written, as if they were
+ * its elements (tests/fuzz/crashes/pod_template/volumes-mapping). */
 static int check_lists(const struct json *spec, const char *what, struct err **err)
 {
-	static const char *lists[] = {"containers", "initContainers", "volumes"};
+	static const char *lists[] = {"containers", "initContainers", "volumes",
+	                              "imagePullSecrets"};
 	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
 		const struct json *a = json_get(spec, lists[l]);
 		if (a == NULL || json_type(a) == JSON_NULL)

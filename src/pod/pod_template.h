@@ -6,7 +6,8 @@
  * just its `template` ({metadata, spec}). Reading it is fn_config.c's; this module is pure.
  *
  * Taken from the template: metadata labels and annotations; spec tolerations, nodeSelector,
- * affinity, priorityClassName, imagePullSecrets, runtimeClassName, volumes (extra ones; the
+ * affinity, priorityClassName, imagePullSecrets (KRMPOD_IMAGE_PULL_SECRETS adds to them),
+ * runtimeClassName, volumes (extra ones; the
  * template's first container's volumeMounts go to the function container); and the first
  * container's cpu/memory requests and limits as defaults (an explicit KRMPOD_CPU_* /
  * KRMPOD_MEMORY_* setting wins).

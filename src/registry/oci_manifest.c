@@ -39,8 +39,8 @@ int oci_manifest_kind(const struct json *m, enum oci_manifest_kind *out, struct 
 }
 
 /* Reads a descriptor; `what` names it in errors ("layer 2"). */
-static int descriptor(const struct json *d, const char *what, struct oci_descriptor *out,
-                      struct err **err)
+int oci_descriptor_read(const struct json *d, const char *what, struct oci_descriptor *out,
+                        struct err **err)
 {
 	const char *type = json_str(json_get(d, "mediaType"));
 	const char *digest = json_str(json_get(d, "digest"));
@@ -102,14 +102,14 @@ int oci_manifest_layer(const struct json *m, const char *media_type, struct oci_
 	}
 	char what[32];
 	snprintf(what, sizeof(what), "layer %zu", at);
-	return descriptor(json_at(layers, at), what, out, err);
+	return oci_descriptor_read(json_at(layers, at), what, out, err);
 }
 
 int oci_manifest_config(const struct json *m, struct oci_descriptor *out, struct err **err)
 {
 	if (json_get(m, "config") == NULL)
 		return err_set(err, ERR_NET, "the manifest has no config");
-	return descriptor(json_get(m, "config"), "config", out, err);
+	return oci_descriptor_read(json_get(m, "config"), "config", out, err);
 }
 
 /* Whether index entry e is for os/arch; *plain when it names no variant. */
@@ -162,7 +162,7 @@ int oci_index_platform(const struct json *idx, const char *os, const char *arch,
 	}
 	char what[48];
 	snprintf(what, sizeof(what), "index entry %ld (%s/%s)", pick, os, arch);
-	return descriptor(json_at(manifests, (size_t)pick), what, out, err);
+	return oci_descriptor_read(json_at(manifests, (size_t)pick), what, out, err);
 }
 
 /* A JSON array of strings as a new NULL-terminated vector; *out NULL for null or absent

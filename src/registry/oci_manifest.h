@@ -34,6 +34,11 @@ struct oci_descriptor {
 	long long size;
 };
 
+/* Reads descriptor d (`what` names it: "layer 0") into *out: a sha256 digest, a size and
+ * the media type ("" when it has none). ERR_NET for one that is not a descriptor. */
+int oci_descriptor_read(const struct json *d, const char *what, struct oci_descriptor *out,
+                        struct err **err);
+
 /* Whether m is an image manifest or an index: by its mediaType, else (an OCI manifest may
  * omit it) by its shape: "manifests" for an index, "layers" for a manifest. ERR_NET for
  * anything else (a schema 1 manifest, an unknown type). */

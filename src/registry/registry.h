@@ -78,6 +78,12 @@ int registry_pull_layer(const struct registry_opts *o, const struct oci_ref *ref
                         const char *media_type, size_t max_bytes, struct buf *out,
                         char digest[SHA256_DIGEST_LEN + 1], struct err **err);
 
+/* The digest ref names: its own digest when it has one (no request), else the digest of
+ * the manifest or index its tag names now (the one `cosign sign` signs), remembered for
+ * o->tag_ttl_ms like registry_image_config's. Fails like registry_pull_layer. */
+int registry_resolve_digest(const struct registry_opts *o, const struct oci_ref *ref,
+                            char digest[SHA256_DIGEST_LEN + 1], struct err **err);
+
 /* What an image's config says about running it. */
 struct registry_image_config {
 	char manifest_digest[SHA256_DIGEST_LEN + 1]; /* of the (platform) manifest */

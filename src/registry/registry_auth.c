@@ -2,6 +2,8 @@
 #include "registry/registry_auth.h"
 
 #include <ctype.h>
+#include <fnmatch.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,7 +28,8 @@ void registry_creds_clear(struct registry_creds *c)
 		free(c->password);
 	}
 	free(c->user);
-	c->user = c->password = NULL;
+	free(c->key);
+	c->user = c->password = c->key = NULL;
 }
 
 const char *registry_host(const char *registry)
@@ -36,22 +39,140 @@ const char *registry_host(const char *registry)
 
 /* --- dockerconfigjson ------------------------------------------------------------------- */
 
-/* Whether an `auths` key names registry: compared without scheme and path, and for Docker
- * Hub any of its names. */
-static bool key_names(const char *key, const char *registry)
+/* A registry name or an `auths` key, read the way the kubelet's credential keyring reads it
+ * (docs/internals/registry.md, "Credentials"). */
+struct auth_key {
+	char *host;  /* lowercase, without brackets; Docker Hub's names as "docker.io" */
+	char *port;  /* "" for none */
+	char *path;  /* "" for none, else "/..." (a leading /v1/ or /v2/ counts as none) */
+	char *order; /* host[:port]path: of several matching keys the greatest wins */
+};
+
+static void auth_key_clear(struct auth_key *k)
 {
-	if (strncasecmp(key, "https://", 8) == 0)
-		key += 8;
-	else if (strncasecmp(key, "http://", 7) == 0)
-		key += 7;
-	size_t n = strcspn(key, "/");
-	if (strcmp(registry, DOCKER_HUB) != 0)
-		return strlen(registry) == n && strncasecmp(key, registry, n) == 0;
+	free(k->host);
+	free(k->port);
+	free(k->path);
+	free(k->order);
+	memset(k, 0, sizeof(*k));
+}
+
+static bool docker_hub_host(const char *host)
+{
 	static const char *const hub[] = {DOCKER_HUB, "index.docker.io", DOCKER_HUB_HOST};
 	for (size_t i = 0; i < sizeof(hub) / sizeof(hub[0]); i++)
-		if (strlen(hub[i]) == n && strncasecmp(key, hub[i], n) == 0)
+		if (strcmp(host, hub[i]) == 0)
 			return true;
 	return false;
+}
+
+/* Splits "host[:port]" (n bytes at p; "[v6]:port" too) into k->host and k->port. */
+static bool split_host_port(const char *p, size_t n, struct auth_key *k)
+{
+	const char *end = p + n, *host = p, *colon = NULL;
+	size_t hlen = n;
+	if (n > 0 && *p == '[') {
+		const char *rb = memchr(p, ']', n);
+		if (rb == NULL || (rb + 1 < end && rb[1] != ':'))
+			return false;
+		host = p + 1;
+		hlen = (size_t)(rb - host);
+		colon = rb + 1 < end ? rb + 1 : NULL;
+	} else {
+		colon = memrchr(p, ':', n);
+		hlen = colon ? (size_t)(colon - p) : n;
+	}
+	if (hlen == 0)
+		return false;
+	k->host = xstrndup(host, hlen);
+	for (char *c = k->host; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	k->port = colon ? xstrndup(colon + 1, (size_t)(end - colon - 1)) : xstrdup("");
+	if (*k->port == '\0' && docker_hub_host(k->host)) {
+		free(k->host);
+		k->host = xstrdup(DOCKER_HUB);
+	}
+	return true;
+}
+
+/* Reads an `auths` key: an optional http:// or https:// (any other scheme names no
+ * registry), host[:port], an optional path. False when it names no registry. */
+static bool parse_key(const char *key, struct auth_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	const char *p = key, *sep = strstr(key, "://");
+	if (sep) {
+		size_t n = (size_t)(sep - key);
+		if (!(n == 5 && strncasecmp(key, "https", 5) == 0) &&
+		    !(n == 4 && strncasecmp(key, "http", 4) == 0))
+			return false;
+		p = sep + 3;
+	}
+	size_t alen = strcspn(p, "/");
+	if (!split_host_port(p, alen, k)) {
+		auth_key_clear(k);
+		return false;
+	}
+	const char *path = p + alen;
+	if (strncmp(path, "/v1/", 4) == 0 || strncmp(path, "/v2/", 4) == 0)
+		path += 3;
+	k->path = xstrdup(strcmp(path, "/") == 0 ? "" : path);
+	k->order = xasprintf("%s%s%s%s", k->host, *k->port ? ":" : "", k->port, k->path);
+	return true;
+}
+
+/* The host glob of a key against a registry's host: the same number of labels, each label
+ * a shell pattern (fnmatch: "*", "?", "[...]") matched against the registry's label. */
+static bool hosts_match(const char *glob, const char *host)
+{
+	for (;;) {
+		size_t gl = strcspn(glob, "."), hl = strcspn(host, ".");
+		cleanup_free char *g = xstrndup(glob, gl);
+		cleanup_free char *h = xstrndup(host, hl);
+		if (fnmatch(g, h, 0) != 0)
+			return false;
+		if (glob[gl] == '\0' || host[hl] == '\0')
+			return glob[gl] == host[hl];
+		glob += gl + 1;
+		host += hl + 1;
+	}
+}
+
+/* Whether key k names the image at registry reg, repository path repo_path ("/team/app"):
+ * the same port (none on both, or equal), k's path a prefix of repo_path, the hosts
+ * matching label by label. */
+static bool key_matches(const struct auth_key *k, const struct auth_key *reg, const char *repo_path)
+{
+	return strcmp(k->port, reg->port) == 0 &&
+	       strncmp(repo_path, k->path, strlen(k->path)) == 0 && hosts_match(k->host, reg->host);
+}
+
+/* The index in auths of the most specific key that names registry/repository, or
+ * SIZE_MAX: of the matching keys the greatest in byte order (the kubelet sorts its keys in
+ * reverse order and tries them in turn), the first of equal ones. */
+static size_t best_key(const struct json *auths, const char *registry, const char *repository)
+{
+	struct auth_key reg = {0};
+	if (!split_host_port(registry, strlen(registry), &reg))
+		return SIZE_MAX;
+	cleanup_free char *repo_path = xasprintf("/%s", repository ? repository : "");
+	cleanup_free char *order = NULL;
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < json_len(auths); i++) {
+		struct auth_key k;
+		if (!parse_key(json_key_at(auths, i), &k))
+			continue;
+		if (key_matches(&k, &reg, repo_path) &&
+		    (order == NULL || strcmp(k.order, order) > 0)) {
+			best = i;
+			free(order);
+			order = k.order;
+			k.order = NULL;
+		}
+		auth_key_clear(&k);
+	}
+	auth_key_clear(&reg);
+	return best;
 }
 
 /* The credentials of one `auths` entry. */
@@ -90,7 +211,7 @@ static int entry_creds(const struct json *entry, const char *what, const char *k
 }
 
 int registry_auth_lookup(const char *text, size_t len, const char *what, const char *registry,
-                         struct registry_creds *out, struct err **err)
+                         const char *repository, struct registry_creds *out, struct err **err)
 {
 	memset(out, 0, sizeof(*out));
 	cleanup_json struct json *doc = NULL;
@@ -103,20 +224,20 @@ int registry_auth_lookup(const char *text, size_t len, const char *what, const c
 	if (json_type(auths) != JSON_OBJECT)
 		return err_set(err, ERR_CONFIG,
 		               "%s is not a dockerconfigjson: it has no \"auths\" object", what);
-	for (size_t i = 0; i < json_len(auths); i++) {
-		const char *key = json_key_at(auths, i);
-		if (!key_names(key, registry))
-			continue;
-		if (json_type(json_at(auths, i)) != JSON_OBJECT)
-			return err_set(err, ERR_CONFIG, "%s: auths.\"%s\" is not an object", what,
-			               key);
-		return entry_creds(json_at(auths, i), what, key, out, err) < 0 ? -1 : 1;
-	}
-	return 0;
+	size_t i = best_key(auths, registry, repository);
+	if (i == SIZE_MAX)
+		return 0;
+	const char *key = json_key_at(auths, i);
+	if (json_type(json_at(auths, i)) != JSON_OBJECT)
+		return err_set(err, ERR_CONFIG, "%s: auths.\"%s\" is not an object", what, key);
+	if (entry_creds(json_at(auths, i), what, key, out, err) < 0)
+		return -1;
+	out->key = xstrdup(key);
+	return 1;
 }
 
-int registry_auth_load(const char *path, const char *registry, struct registry_creds *out,
-                       struct err **err)
+int registry_auth_load(const char *path, const char *registry, const char *repository,
+                       struct registry_creds *out, struct err **err)
 {
 	cleanup_free char *text = NULL;
 	size_t len = 0;
@@ -125,7 +246,7 @@ int registry_auth_load(const char *path, const char *registry, struct registry_c
 	                  &len, err) < 0)
 		return -1;
 	cleanup_free char *what = xasprintf("registry auth file %s", path);
-	int rc = registry_auth_lookup(text, len, what, registry, out, err);
+	int rc = registry_auth_lookup(text, len, what, registry, repository, out, err);
 	explicit_bzero(text, len);
 	return rc;
 }

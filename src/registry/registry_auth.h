@@ -11,10 +11,12 @@
 #include "registry/registry.h"
 #include "registry/registry_http.h"
 
-/* A user name and password; both NULL when there are none. */
+/* A user name and password, and the `auths` key they came from (for errors and logs); all
+ * NULL when there are none. */
 struct registry_creds {
 	char *user;
 	char *password;
+	char *key;
 };
 
 /* Frees the strings (the password wiped first). */
@@ -24,20 +26,37 @@ void registry_creds_clear(struct registry_creds *c);
  * registry itself. Borrowed (from registry or static). */
 const char *registry_host(const char *registry);
 
-/* Looks registry ("host[:port]", Docker Hub as "docker.io") up in a dockerconfigjson's text
- * (`what` names it in errors): the first key of `auths` that names it, with or without a
- * scheme and a path ("https://index.docker.io/v1/", "docker.io" and "registry-1.docker.io"
- * all name Docker Hub). Its credentials are `auth` (base64 of user:password) or else
- * `username` and `password`. Returns 1 with *out filled, 0 when the file has no entry for
- * the registry, -1 with ERR_CONFIG for a file that is not a dockerconfigjson or an entry
- * without usable credentials. */
+/* Looks up the credentials for one repository of a registry in a dockerconfigjson's text
+ * (`what` names it in errors), matching the keys of `auths` as the kubelet's credential
+ * keyring does, so that krmpod reads with the credential the kubelet pulls with:
+ *   - a key is host[:port][/path], with or without http:// or https:// (another scheme
+ *     names nothing); a leading /v1/ or /v2/ of its path counts as no path;
+ *   - the hosts have the same number of labels, and each label of the key is a shell
+ *     pattern (fnmatch: "*.example.com" matches "a.example.com", not "a.b.example.com")
+ *     for the registry's label; hosts compare without regard to case;
+ *   - a key with a port matches that port only, a key without one only a registry without;
+ *   - the key's path is a prefix of "/" + repository (a string prefix, as the kubelet's:
+ *     "reg.io/team" also covers "reg.io/team-b/x"; "reg.io/team/" does not);
+ *   - "docker.io", "index.docker.io", "registry-1.docker.io" (any of them with a scheme or a
+ *     path, such as "https://index.docker.io/v1/") all name Docker Hub, "docker.io";
+ *   - of several matching keys the most specific wins: the greatest "host[:port]path" in byte
+ *     order (the kubelet's reverse-sorted keys; a path beats none, a name beats a glob), the
+ *     first of equal ones. krmpod sends that one only (the kubelet tries the others after a
+ *     refusal).
+ * registry is "host[:port]" ("docker.io" for Docker Hub) and repository the image's path
+ * ("library/alpine"; NULL as ""). It is the registry krmpod connects to: for a mirror
+ * (KRMPOD_REGISTRY_MIRRORS) the mirror's host, so a credential is only ever sent to a
+ * registry its key matches. Its credentials are `auth` (base64 of user:password) or else
+ * `username` and `password`. Returns 1 with *out filled (out->key the key that matched), 0
+ * when no key matches, -1 with ERR_CONFIG for a file that is not a dockerconfigjson or a
+ * matching entry without usable credentials (naming the key). */
 int registry_auth_lookup(const char *text, size_t len, const char *what, const char *registry,
-                         struct registry_creds *out, struct err **err);
+                         const char *repository, struct registry_creds *out, struct err **err);
 
 /* registry_auth_lookup on the file at path (at most LIMIT_REGISTRY_AUTH_FILE bytes; an
  * unreadable file is ERR_CONFIG naming it). */
-int registry_auth_load(const char *path, const char *registry, struct registry_creds *out,
-                       struct err **err);
+int registry_auth_load(const char *path, const char *registry, const char *repository,
+                       struct registry_creds *out, struct err **err);
 
 /* "Basic <base64 of user:password>". A new string. */
 char *registry_auth_basic(const struct registry_creds *c);

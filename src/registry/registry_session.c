@@ -52,8 +52,9 @@ static int need_credentials(const struct registry_session *s, const char *detail
 	else
 		err_set(err, ERR_CONFIG,
 		        "the registry %s requires credentials: the registry auth file %s "
-		        "(KRMPOD_REGISTRY_AUTH) has none for it (%s)",
-		        s->registry, s->o->auth_file, detail);
+		        "(KRMPOD_REGISTRY_AUTH) has none for it: no key of its auths matches %s/%s "
+		        "(%s)",
+		        s->registry, s->o->auth_file, s->registry, s->repository, detail);
 	if (err)
 		(*err)->http_status = 401;
 	return -1;
@@ -65,8 +66,9 @@ static int denied(const struct registry_session *s, const char *detail, struct e
 	if (s->creds.user == NULL)
 		return need_credentials(s, detail, err);
 	err_set(err, ERR_CONFIG,
-	        "the registry %s refused the credentials for it in %s (KRMPOD_REGISTRY_AUTH): %s",
-	        s->registry, s->o->auth_file, detail);
+	        "the registry %s refused the credentials for %s in %s (KRMPOD_REGISTRY_AUTH, "
+	        "auths.\"%s\"): %s",
+	        s->registry, s->repository, s->o->auth_file, s->creds.key, detail);
 	if (err)
 		(*err)->http_status = 401;
 	return -1;
@@ -77,7 +79,14 @@ static int load_creds(struct registry_session *s, struct err **err)
 	if (s->creds_loaded || s->o->auth_file == NULL)
 		return 0;
 	s->creds_loaded = true;
-	return registry_auth_load(s->o->auth_file, s->registry, &s->creds, err) < 0 ? -1 : 0;
+	int rc = registry_auth_load(s->o->auth_file, s->registry, s->repository, &s->creds, err);
+	if (rc > 0)
+		log_debug("%s/%s: credentials of auths.\"%s\" in %s", s->registry, s->repository,
+		          s->creds.key, s->o->auth_file);
+	else if (rc == 0)
+		log_debug("%s/%s: no key of auths in %s matches it", s->registry, s->repository,
+		          s->o->auth_file);
+	return rc < 0 ? -1 : 0;
 }
 
 static void set_authorization(struct registry_session *s, char *value)

@@ -1,7 +1,9 @@
 /* registry_session.h — requests to one repository of one registry for the length of a pull,
  * with its authentication: anonymous first; on 401 the challenge decides (the token flow for
  * Bearer, the credentials for Basic), and the Authorization so won is kept for the rest of
- * the pull. The credentials are read from opts->auth_file on the first challenge.
+ * the pull. The credentials are read from opts->auth_file on the first challenge, for the
+ * registry the session connects to (a mirror's host for a mirrored registry) and its
+ * repository (registry_auth_lookup): never sent to a registry their key does not match.
  */
 #ifndef KRMPOD_REGISTRY_SESSION_H
 #define KRMPOD_REGISTRY_SESSION_H
@@ -35,7 +37,7 @@ void registry_session_close(struct registry_session *s);
  * answer in *r: returns 0 for any answer but 401. A 401 is answered once per request as its
  * challenge says; a second one fails with ERR_CONFIG: "the registry R requires credentials:
  * set KRMPOD_REGISTRY_AUTH …" without credentials, "the registry R refused the credentials
- * for it in FILE …" with them. Other failures as registry_http_get and registry_auth_token.
+ * for REPO in FILE (KRMPOD_REGISTRY_AUTH, auths."KEY") …" with them. Other failures as registry_http_get and registry_auth_token.
  * *url_out (when not NULL) receives the URL, to free. */
 int registry_session_get(struct registry_session *s, const char *path, const char *accept,
                          size_t max_bytes, struct registry_response *r, char **url_out,

@@ -1,0 +1,76 @@
+/* fn_trust.c — see fn_trust.h. */
+#include "fn/fn_trust.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/xalloc.h"
+#include "catalog/catalog_store.h"
+#include "catalog/policy.h"
+#include "fn/fn_image.h"
+#include "registry/registry.h"
+#include "sign/sig_policy.h"
+#include "sign/sig_verify.h"
+
+/* The admin catalog that lists image, when the policy names catalogs: *name is a new
+ * string or NULL. */
+static int catalog_of(const struct settings *s, const struct sig_policy *sp, const char *image,
+                      atomic_int *cancel, char **name, struct err **err)
+{
+	*name = NULL;
+	if (!sig_policy_has_catalogs(sp))
+		return 0;
+	struct policy p = {0};
+	int rc = catalog_store_policy(s, cancel, true, &p, err);
+	if (rc == 0 && policy_catalog_of(&p, image))
+		*name = xstrdup(policy_catalog_of(&p, image));
+	policy_clear(&p);
+	return rc < 0 ? err_wrap(err, "the signature policy's catalogs") : 0;
+}
+
+static int check(const struct settings *s, const struct sig_policy *sp, struct fn_request *req,
+                 atomic_int *cancel, int64_t deadline_ms, struct err **err)
+{
+	cleanup_free char *catalog = NULL;
+	if (catalog_of(s, sp, req->image, cancel, &catalog, err) < 0)
+		return -1;
+	const struct sig_rule *rules[16];
+	size_t n = sig_policy_rules_for(sp, req->image, catalog, rules, 16);
+	if (n > 16)
+		return err_set(err, ERR_CONFIG,
+		               "%s: %zu requirements cover %s; krmpod checks at most 16 for one "
+		               "image: merge them",
+		               sp->what, n, req->image);
+	if (n == 0) {
+		log_debug("%s: no requirement of %s covers it", req->image, sp->what);
+		return 0;
+	}
+	struct registry_opts o;
+	registry_opts_init(&o, s, cancel, deadline_ms);
+	o.tag_ttl_ms = FN_IMAGE_TAG_TTL_MS;
+	struct sig_verdict v;
+	if (sig_verify(sp, rules, n, &o, req->image, &v, err) < 0)
+		return -1;
+	log_msg(v.cached ? LOG_DEBUG : LOG_INFO, "%s: signature verified, running %s: %s",
+	        req->image, v.digest, v.how);
+	free(req->pinned_image);
+	req->pinned_image = v.pinned;
+	v.pinned = NULL;
+	sig_verdict_clear(&v);
+	return 0;
+}
+
+int fn_trust_check(const struct settings *s, struct fn_request *req, atomic_int *cancel,
+                   int64_t deadline_ms, struct err **err)
+{
+	if (s->signature_policy == NULL)
+		return 0;
+	struct sig_policy sp;
+	if (sig_policy_load(s->signature_policy, "KRMPOD_SIGNATURE_POLICY", &sp, err) < 0)
+		return -1;
+	int rc = check(s, &sp, req, cancel, deadline_ms, err);
+	sig_policy_clear(&sp);
+	return rc;
+}
