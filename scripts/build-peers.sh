@@ -22,6 +22,9 @@
 #                the signature tests sign with (issue 22)
 #   cosign-v2    cosign v2 (tests/tools/cosign-v2), only when named: the key-based legacy
 #                signature format
+#   ocireg       go-containerregistry's registry (pkg/registry) with the OCI 1.1 referrers
+#                API on, over TLS (tests/tools/ocireg: its main.go and pins), only when
+#                named: where cosign v3's bundles are found through that API
 # argocd and kustomize need Go 1.27 (their go.mod), which the go command takes from the
 # module proxy (GOTOOLCHAIN=go1.27.3).
 #
@@ -63,7 +66,8 @@ targets() {
 	fn-org) printf './%s\n' app-generator inject-defaults file-config net-config ;;
 	cosign) echo "github.com/sigstore/cosign/v3/cmd/cosign" ;;
 	cosign-v2) echo "github.com/sigstore/cosign/v2/cmd/cosign" ;;
-	*) die "unknown peer '$1' (known: ${ALL[*]} kube-next cosign cosign-v2)" ;;
+	ocireg) echo "." ;;
+	*) die "unknown peer '$1' (known: ${ALL[*]} kube-next cosign cosign-v2 ocireg)" ;;
 	esac
 }
 

@@ -228,15 +228,19 @@ static bool is_bundle_type(const char *t)
 	return t && (strcmp(t, COSIGN_BUNDLE) == 0 || strcmp(t, COSIGN_BUNDLE_ALT) == 0);
 }
 
-/* Reads the referrer d into g: its manifest, its subject, its layer. Fails when a read
- * fails (g's problem is then the caller's to set). */
+/* Reads the referrer d into g: its manifest, its subject, its layer. Returns 1 when the
+ * manifest is no bundle after all (its index entry did not say: check_type), 0 when g is
+ * read, -1 when a read fails (g's problem is then the caller's to set). */
 static int bundle_read(struct registry_repo *repo, const struct oci_descriptor *d,
-                       const char *digest, struct cosign_sig *g, struct err **err)
+                       const char *digest, bool check_type, struct cosign_sig *g,
+                       struct err **err)
 {
 	cleanup_registry_manifest struct registry_manifest m = {0};
 	struct oci_descriptor layer;
 	if (registry_repo_manifest(repo, d->digest, d->digest, &m, err) < 0)
 		return -1;
+	if (check_type && !is_bundle_type(json_str(json_get(m.json, "artifactType"))))
+		return 1;
 	const char *subject = json_str(json_path(m.json, "subject.digest"));
 	if (subject == NULL || strcmp(subject, digest) != 0) {
 		set_problem(g, "its manifest's subject is %s, not %s",
@@ -254,14 +258,27 @@ static int bundle_read(struct registry_repo *repo, const struct oci_descriptor *
 	return 0;
 }
 
-/* One referrer of artifactType bundle. */
+/* Forgets the last entry of s. */
+static void drop_last(struct cosign_sigs *s)
+{
+	struct cosign_sig *g = &s->v[--s->n];
+	free(g->where);
+	buf_free(&g->signed_bytes);
+	free(g->sig);
+	free(g->problem);
+}
+
+/* One referrer that is, or may be (check_type), a bundle. */
 static int bundle(struct registry_repo *repo, const struct oci_descriptor *d, const char *digest,
-                  const char *via, struct cosign_sigs *out, struct err **err)
+                  const char *via, bool check_type, struct cosign_sigs *out, struct err **err)
 {
 	struct cosign_sig *g =
 	        add(out, COSIGN_FORMAT_BUNDLE, xasprintf("bundle %s (%s)", d->digest, via));
 	cleanup_err struct err *e = NULL;
-	if (g == NULL || bundle_read(repo, d, digest, g, &e) == 0)
+	int rc = g ? bundle_read(repo, d, digest, check_type, g, &e) : 0;
+	if (rc == 1)
+		drop_last(out);
+	if (rc >= 0)
 		return 0;
 	if (fatal(e)) {
 		*err = e;
@@ -325,7 +342,11 @@ static int bundles(struct registry_repo *repo, const char *digest, struct cosign
 	const struct json *ms = json_get(idx, "manifests");
 	for (size_t i = 0; i < json_len(ms); i++) {
 		const struct json *d = json_at(ms, i);
-		if (!is_bundle_type(json_str(json_get(d, "artifactType"))))
+		const char *type = json_str(json_get(d, "artifactType"));
+		/* Some registries give the config's media type as the artifactType (the empty
+		 * config of a bundle's manifest), or none: such a referrer is read to know. */
+		bool unsure = type == NULL || strcmp(type, OCI_EMPTY_CONFIG) == 0;
+		if (!unsure && !is_bundle_type(type))
 			continue;
 		struct oci_descriptor desc;
 		cleanup_err struct err *e = NULL;
@@ -336,7 +357,7 @@ static int bundles(struct registry_repo *repo, const char *digest, struct cosign
 				set_problem(g, "%s", e->msg);
 			continue;
 		}
-		if (bundle(repo, &desc, digest, via, out, err) < 0)
+		if (bundle(repo, &desc, digest, via, unsure, out, err) < 0)
 			return -1;
 	}
 	return 0;

@@ -35,6 +35,7 @@
 #define COSIGN_BUNDLE_ALT           "application/vnd.dev.sigstore.bundle+json;version=0.3"
 #define COSIGN_SIGN_PREDICATE       "https://sigstore.dev/cosign/sign/v1"
 #define DSSE_INTOTO                 "application/vnd.in-toto+json"
+#define OCI_EMPTY_CONFIG            "application/vnd.oci.empty.v1+json"
 
 enum cosign_format { COSIGN_LEGACY, COSIGN_FORMAT_BUNDLE };
 
