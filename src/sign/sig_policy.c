@@ -227,8 +227,11 @@ int sig_policy_parse(const char *text, size_t len, const char *what, struct sig_
 {
 	memset(out, 0, sizeof(*out));
 	cleanup_json struct json *doc = NULL;
-	if (json_parse(text, len, what, &doc, err) < 0)
+	if (json_parse(text, len, what, &doc, err) < 0) {
+		if (err && *err)
+			(*err)->code = ERR_CONFIG; /* the admin's file, not our I/O */
 		return -1;
+	}
 	out->what = xstrdup(what);
 	if (parse(doc, what, out, err) < 0) {
 		sig_policy_clear(out);

@@ -236,12 +236,20 @@ def test_signed_by_cosign_v3_runs_the_verified_digest(signing, install, tmp_path
     signing.sign(3, repo, digest)
     assert "sha256-" + digest[7:] in signing.cluster_reg.tags(repo), \
         "cosign v3 wrote no fallback tag: %s" % signing.cluster_reg.tags(repo)
-    r, pods = run(signing, install, tmp_path, image)
+    cache = "/tmp/krmpod-sig-warm-%s" % secrets.token_hex(4)
+    r, pods = run(signing, install, tmp_path, image, cache=cache)
     assert_ok(r)
     assert b"namespace: signed" in r.stdout, r.stdout.decode()
     assert pod_images(pods) == ["%s@%s" % (image, digest)], pod_images(pods)
     err = r.stderr.decode()
     assert "signature verified" in err and "the fallback tag" in err and "key platform" in err, err
+    # warm: the tag's digest and the verified signature come from the cache; the registry
+    # krmpod reads (a closed port now) is never asked
+    r, pods = run(signing, install, tmp_path, image, cache=cache,
+                  mirrors="example.com=%s:1" % signing.node_ip, KRMPOD_LOG_LEVEL="debug")
+    assert_ok(r)
+    assert pod_images(pods) == ["%s@%s" % (image, digest)], pod_images(pods)
+    assert "key platform (verified before)" in r.stderr.decode(), r.stderr.decode()
 
 
 def test_signed_by_cosign_v2_legacy_tag(signing, install, tmp_path):
