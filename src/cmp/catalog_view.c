@@ -13,6 +13,8 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_store.h"
 #include "cmp/kustomization.h"
+#include "fn/fn_trust.h"
+#include "sign/sig_policy.h"
 
 static const char *mode_name(enum image_policy m)
 {
@@ -21,7 +23,32 @@ static const char *mode_name(enum image_policy m)
 	                                     : "any";
 }
 
-static void write_functions(struct jw *w, const struct catalog *c)
+/* The signature policy a view shows for each function, when there is one. */
+struct view_trust {
+	const struct settings *s;
+	const struct sig_policy *sp; /* NULL: no policy, or it cannot be read */
+};
+
+static void write_signature(struct jw *w, const struct view_trust *vt, const char *image,
+                            const char *catalog)
+{
+	if (vt == NULL || vt->sp == NULL)
+		return;
+	struct fn_trust_view v;
+	fn_trust_view(vt->s, vt->sp, image, catalog, &v);
+	jw_key(w, "signature");
+	jw_obj_begin(w);
+	jw_kv_bool(w, "required", v.required);
+	if (v.required) {
+		jw_kv_str(w, "keys", v.keys);
+		jw_kv_bool(w, "valid", v.valid);
+		jw_kv_str(w, "detail", v.detail);
+	}
+	jw_obj_end(w);
+	fn_trust_view_clear(&v);
+}
+
+static void write_functions(struct jw *w, const struct catalog *c, const struct view_trust *vt)
 {
 	jw_key(w, "functions");
 	jw_arr_begin(w);
@@ -41,19 +68,53 @@ static void write_functions(struct jw *w, const struct catalog *c)
 			jw_kv_bool(w, "requireStorageMount", v->require_storage_mount);
 			jw_kv_str(w, "publisher", f->publisher ? f->publisher : "");
 			jw_kv_str(w, "description", f->description ? f->description : "");
+			write_signature(w, vt, image, c->name);
 			jw_obj_end(w);
 		}
 	}
 	jw_arr_end(w);
 }
 
-static void write_catalog(struct jw *w, const struct catalog *c)
+static void write_catalog(struct jw *w, const struct catalog *c, const struct view_trust *vt)
 {
 	jw_kv_str(w, "name", c->name);
 	jw_kv_str(w, "kind", c->kind);
 	jw_kv_str(w, "source", c->source);
 	jw_kv_str(w, "digest", c->digest);
-	write_functions(w, c);
+	write_functions(w, c, vt);
+}
+
+/* Loads the signature policy for vt (vt->sp stays NULL without one); *sp holds it. */
+static void load_trust(const struct settings *s, struct sig_policy *sp, struct view_trust *vt,
+                       struct err **load_err)
+{
+	*vt = (struct view_trust){.s = s};
+	if (s->signature_policy &&
+	    sig_policy_load(s->signature_policy, "KRMPOD_SIGNATURE_POLICY", sp, load_err) == 0)
+		vt->sp = sp;
+}
+
+static void write_trust(struct jw *w, const struct settings *s, const struct view_trust *vt,
+                        const struct err *load_err)
+{
+	jw_key(w, "signaturePolicy");
+	jw_obj_begin(w);
+	jw_kv_str(w, "file", s->signature_policy ? s->signature_policy : "");
+	if (load_err)
+		jw_kv_str(w, "error", load_err->msg);
+	jw_key(w, "requirements");
+	jw_arr_begin(w);
+	for (size_t i = 0; vt->sp && i < vt->sp->n_rules; i++) {
+		cleanup_buf struct buf b;
+		buf_init(&b, 0);
+		buf_printf(&b, "%s: keys ", vt->sp->rules[i].name);
+		for (size_t k = 0; k < vt->sp->rules[i].n_keys; k++)
+			buf_printf(&b, "%s%s", k ? ", " : "",
+			           vt->sp->keys[vt->sp->rules[i].keys[k]].name);
+		jw_str(w, b.data);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
 }
 
 static void write_policy(struct jw *w, const struct settings *s)
@@ -72,7 +133,7 @@ static void write_policy(struct jw *w, const struct settings *s)
 
 /* The catalogs each layer lists: loaded when trusted; *cats[l] receives layer l's. */
 static void write_listed(struct jw *w, struct catalog_store *st, const struct ktree *t,
-                         const struct catalog ***cats, size_t *n_cats)
+                         const struct catalog ***cats, size_t *n_cats, const struct view_trust *vt)
 {
 	jw_key(w, "catalogs");
 	jw_arr_begin(w);
@@ -91,7 +152,7 @@ static void write_listed(struct jw *w, struct catalog_store *st, const struct kt
 			jw_kv_bool(w, "trusted", ok);
 			if (ok) {
 				jw_kv_str(w, "trustedBy", by->text);
-				write_catalog(w, c);
+				write_catalog(w, c, vt);
 				cats[l][n_cats[l]++] = c;
 			} else {
 				jw_kv_str(w, "error", e->msg);
@@ -103,7 +164,8 @@ static void write_listed(struct jw *w, struct catalog_store *st, const struct kt
 }
 
 static void write_defaults(struct jw *w, struct catalog_store *st, const struct settings *s,
-                           const struct catalog *const **defaults, size_t *n)
+                           const struct catalog *const **defaults, size_t *n,
+                           const struct view_trust *vt)
 {
 	jw_key(w, "defaults");
 	jw_arr_begin(w);
@@ -120,7 +182,7 @@ static void write_defaults(struct jw *w, struct catalog_store *st, const struct 
 	for (size_t i = 0; i < *n; i++) {
 		jw_obj_begin(w);
 		jw_kv_str(w, "reference", s->default_catalogs[i].text);
-		write_catalog(w, (*defaults)[i]);
+		write_catalog(w, (*defaults)[i], vt);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -195,6 +257,11 @@ static void print_catalog(FILE *out, const struct json *c, const char *indent)
 		        flag(f, "requireNetwork") ? ", requires network" : "",
 		        flag(f, "requireStorageMount") ? ", requires storage mounts" : "",
 		        *str(f, "publisher") ? ", publisher " : "", str(f, "publisher"));
+		const struct json *sig = json_get(f, "signature");
+		if (flag(sig, "required"))
+			fprintf(out, "%s    signature by %s required: %s%s\n", indent,
+			        str(sig, "keys"),
+			        flag(sig, "valid") ? "valid, " : "NOT VALID: ", str(sig, "detail"));
 	}
 }
 
@@ -203,6 +270,13 @@ static void print_text(FILE *out, const struct json *m)
 	const struct json *p = json_get(m, "policy");
 	fprintf(out, "kustomization %s\nimage policy: %s%s\n", str(m, "kustomization"),
 	        str(p, "mode"), flag(p, "requireDigest") ? ", by digest only" : "");
+	const struct json *sp = json_get(m, "signaturePolicy");
+	const struct json *reqs = json_get(sp, "requirements");
+	if (*str(sp, "file"))
+		fprintf(out, "signature policy: %s%s%s\n", str(sp, "file"),
+		        *str(sp, "error") ? ": CANNOT BE READ: " : "", str(sp, "error"));
+	for (size_t i = 0; i < json_len(reqs); i++)
+		fprintf(out, "  %s\n", json_str(json_at(reqs, i)));
 	const struct json *cats = json_get(m, "catalogs");
 	fprintf(out, "catalogs the kustomization lists: %s\n", json_len(cats) ? "" : "none");
 	for (size_t i = 0; i < json_len(cats); i++) {
@@ -281,11 +355,17 @@ int catalog_view(const struct settings *s, const char *dir, enum catalog_view_fo
 	jw_obj_begin(&w);
 	jw_kv_str(&w, "kustomization", dir);
 	write_policy(&w, s);
-	write_listed(&w, st, &t, cats, n_cats);
-	write_defaults(&w, st, s, &defaults, &n_defaults);
+	struct sig_policy sp = {0};
+	struct view_trust vt;
+	cleanup_err struct err *load_err = NULL;
+	load_trust(s, &sp, &vt, &load_err);
+	write_trust(&w, s, &vt, load_err);
+	write_listed(&w, st, &t, cats, n_cats, &vt);
+	write_defaults(&w, st, s, &defaults, &n_defaults, &vt);
 	write_resolved(&w, &t, cats, n_cats, defaults, n_defaults);
 	jw_obj_end(&w);
 	int rc = print_model(&b, f, false, out, err);
+	sig_policy_clear(&sp);
 	for (size_t l = 0; l < t.n_layers; l++)
 		free(cats[l]);
 	catalog_store_free(st);
@@ -315,10 +395,15 @@ int catalog_validate(const struct settings *s, const char *text, enum catalog_vi
 		buf_init(&b, 0);
 		struct jw w;
 		jw_init(&w, &b);
+		struct sig_policy sp = {0};
+		struct view_trust vt;
+		cleanup_err struct err *load_err = NULL;
+		load_trust(s, &sp, &vt, &load_err);
 		jw_obj_begin(&w);
-		write_catalog(&w, c);
+		write_catalog(&w, c, &vt);
 		jw_obj_end(&w);
 		rc = print_model(&b, f, true, out, err);
+		sig_policy_clear(&sp);
 	}
 	catalog_store_free(st);
 	catalog_ref_clear(&ref);

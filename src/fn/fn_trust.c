@@ -4,11 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/signals.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/policy.h"
+#include "fn/fn_config.h"
 #include "fn/fn_image.h"
 #include "registry/registry.h"
 #include "sign/sig_policy.h"
@@ -73,4 +77,46 @@ int fn_trust_check(const struct settings *s, struct fn_request *req, atomic_int 
 	int rc = check(s, &sp, req, cancel, deadline_ms, err);
 	sig_policy_clear(&sp);
 	return rc;
+}
+
+void fn_trust_view(const struct settings *s, const struct sig_policy *sp, const char *image,
+                   const char *catalog, struct fn_trust_view *out)
+{
+	memset(out, 0, sizeof(*out));
+	const struct sig_rule *rules[16];
+	size_t n = sig_policy_rules_for(sp, image, catalog, rules, 16);
+	if (n == 0)
+		return;
+	out->required = true;
+	cleanup_buf struct buf keys;
+	buf_init(&keys, 0);
+	for (size_t i = 0; i < n && i < 16; i++)
+		for (size_t k = 0; k < rules[i]->n_keys; k++)
+			buf_printf(&keys, "%s%s",
+			           k   ? " or "
+			           : i ? "; "
+			               : "",
+			           sp->keys[rules[i]->keys[k]].name);
+	out->keys = buf_steal(&keys, NULL);
+	struct registry_opts o;
+	registry_opts_init(&o, s, &signals_cancel, now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS);
+	o.tag_ttl_ms = FN_IMAGE_TAG_TTL_MS;
+	struct sig_verdict v;
+	cleanup_err struct err *e = NULL;
+	if (n > 16) {
+		out->detail = xasprintf("%zu requirements cover it; krmpod checks at most 16", n);
+	} else if (sig_verify(sp, rules, n, &o, image, &v, &e) == 0) {
+		out->valid = true;
+		out->detail = xasprintf("%s: %s", v.digest, v.how);
+		sig_verdict_clear(&v);
+	} else {
+		out->detail = xstrdup(e ? e->msg : "no reason");
+	}
+}
+
+void fn_trust_view_clear(struct fn_trust_view *v)
+{
+	free(v->keys);
+	free(v->detail);
+	memset(v, 0, sizeof(*v));
 }

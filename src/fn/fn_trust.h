@@ -7,6 +7,7 @@
 #define KRMPOD_FN_TRUST_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -20,5 +21,20 @@
  * that cannot be read. */
 int fn_trust_check(const struct settings *s, struct fn_request *req, atomic_int *cancel,
                    int64_t deadline_ms, struct err **err);
+
+/* What `krmpod catalog view` and `krmpod doctor` say of image under the loaded policy sp
+ * (catalog: the name of the admin catalog that lists it, or NULL): whether a requirement
+ * covers it, with which keys, and whether a valid signature is found now (registry reads
+ * bounded by FN_IMAGE_FETCH_TIMEOUT_MS). Never fails: a failure is the detail. */
+struct fn_trust_view {
+	bool required;
+	char *keys;   /* "platform-team or vendor" (per requirement, "; " between); NULL */
+	bool valid;   /* with required: a valid signature was found */
+	char *detail; /* how it was verified, or why it is refused; NULL when not required */
+};
+struct sig_policy;
+void fn_trust_view(const struct settings *s, const struct sig_policy *sp, const char *image,
+                   const char *catalog, struct fn_trust_view *out);
+void fn_trust_view_clear(struct fn_trust_view *v);
 
 #endif
