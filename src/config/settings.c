@@ -592,10 +592,14 @@ static int load_pool(char *const *e, struct settings *s, struct err **err)
 	free(s->pool_tenant);
 	s->pool_tenant = xasprintf("app=%s\nproject=%s\nnamespace=%s", app ? app : "",
 	                           project ? project : "", dest ? dest : "");
-	if (s->warm_pool && s->mode != FN_MODE_EXEC)
+	if (s->warm_pool && s->mode == FN_MODE_ATTACH)
 		return err_set(err, ERR_CONFIG,
-		               "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec (pool pods hold, and "
-		               "each call runs through pods/exec)");
+		               "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec or auto, not attach "
+		               "(pool pods hold, and each call runs through pods/exec)");
+	if (s->warm_pool && s->helper_image == NULL)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_WARM_POOL=true needs KRMPOD_HELPER_IMAGE (krmpod's own image: "
+		               "its init container puts krmpod into the pool's pods)");
 	return 0;
 }
 
@@ -603,12 +607,14 @@ static int load_pool(char *const *e, struct settings *s, struct err **err)
 static int load_mode(char *const *e, struct settings *s, struct err **err)
 {
 	const char *v = settings_env(e, "KRMPOD_MODE");
-	if (v == NULL || strcmp(v, "attach") == 0)
+	if (v == NULL || strcmp(v, "auto") == 0)
+		s->mode = FN_MODE_AUTO;
+	else if (strcmp(v, "attach") == 0)
 		s->mode = FN_MODE_ATTACH;
 	else if (strcmp(v, "exec") == 0)
 		s->mode = FN_MODE_EXEC;
 	else
-		return err_set(err, ERR_CONFIG, "KRMPOD_MODE=%s: use attach or exec", v);
+		return err_set(err, ERR_CONFIG, "KRMPOD_MODE=%s: use auto, attach or exec", v);
 	if (s->mode == FN_MODE_EXEC && s->helper_image == NULL)
 		return err_set(
 		        err, ERR_CONFIG,

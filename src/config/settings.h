@@ -30,6 +30,8 @@ struct label {
 enum fn_mode {
 	FN_MODE_ATTACH = 0, /* the image's entrypoint runs; attach; the exit code from the status */
 	FN_MODE_EXEC,       /* the pod holds; the function runs through pods/exec (krmpod call) */
+	FN_MODE_AUTO,       /* exec when the image config can be read (and with a helper image),
+	                     * attach otherwise: the default */
 };
 
 struct settings {
@@ -115,8 +117,9 @@ struct settings {
 	/* KRMPOD_SIGNATURE_POLICY: the path of the admin's signature policy (sign/sig_policy.h):
 	 * which images must be signed by which keys; NULL: no signature is required. */
 	char *signature_policy;
-	/* KRMPOD_MODE=attach|exec (default attach). exec needs KRMPOD_HELPER_IMAGE; a function
-	 * whose image config cannot be read from its registry runs in attach mode. */
+	/* KRMPOD_MODE=auto|attach|exec (default auto). exec needs KRMPOD_HELPER_IMAGE; under
+	 * exec and auto a function whose image config cannot be read from its registry runs in
+	 * attach mode; auto without KRMPOD_HELPER_IMAGE runs everything in attach mode. */
 	enum fn_mode mode;
 	/* KRMPOD_REGISTRY_MIRRORS "registry=host[:port],...": where a registry's API is read
 	 * instead (image configs and OCI catalogs), for air-gapped clusters and tests. */

@@ -96,7 +96,8 @@ static void check_permissions(struct report *r, struct kube_client *c, const cha
 		const struct kube_api_access *p = &perms[i];
 		/* what only some settings use: a PodTemplate, exec mode, the warm pool */
 		if ((strcmp(p->resource, "podtemplates") == 0 && s->pod_template == NULL) ||
-		    (strcmp(p->subresource, "exec") == 0 && s->mode != FN_MODE_EXEC) ||
+		    (strcmp(p->subresource, "exec") == 0 &&
+		     (s->mode == FN_MODE_ATTACH || s->helper_image == NULL)) ||
 		    (strcmp(p->verb, "patch") == 0 && !s->warm_pool))
 			continue;
 		cleanup_err struct err *e = NULL;

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
@@ -34,27 +36,73 @@ static char **argv_of(const struct registry_image_config *c, const struct fn_req
 	return argv;
 }
 
-/* Whether this is the first fallback for image under the cache dir (a marker file is made,
- * so the info line comes once, not once per function call). */
-static bool first_fallback(const struct settings *s, const char *image)
+/* The marker of what was said of image under the cache dir ("attach-fallback" or
+ * "exec-chosen"), keyed by the image and the settings that decide whether its config can be
+ * read (credentials, mirrors, CA): a new string. */
+static char *marker_path(const struct settings *s, const char *kind, const char *image)
 {
+	cleanup_buf struct buf key;
+	buf_init(&key, 0);
+	buf_printf(&key, "%s\n%s\n%s\n", image, s->registry_auth ? s->registry_auth : "",
+	           s->registry_ca ? s->registry_ca : "");
+	for (size_t i = 0; i < s->n_registry_mirrors; i++)
+		buf_printf(&key, "%s=%s,", s->registry_mirrors[i].key, s->registry_mirrors[i].value);
 	char hex[SHA256_HEX_LEN + 1];
-	sha256_hex(image, strlen(image), hex);
-	cleanup_free char *dir = xasprintf("%s/attach-fallback", s->cache_dir);
+	sha256_hex(key.data, key.len, hex);
+	return xasprintf("%s/%s/%s", s->cache_dir, kind, hex);
+}
+
+/* Makes the marker; true when it is new (the first time: say it at info level). */
+static bool first_time(const struct settings *s, const char *kind, const char *image)
+{
+	cleanup_free char *dir = xasprintf("%s/%s", s->cache_dir, kind);
 	if (mkdir(s->cache_dir, 0700) < 0 && errno != EEXIST)
 		return true;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return true;
-	cleanup_free char *marker = xasprintf("%s/%s", dir, hex);
+	cleanup_free char *marker = marker_path(s, kind, image);
 	cleanup_close int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		utimensat(AT_FDCWD, marker, NULL, 0); /* the fallback is fresh again */
 	return fd >= 0 || errno != EEXIST;
+}
+
+/* Whether image fell back to attach mode within FN_IMAGE_TAG_TTL_MS, with these registry
+ * settings: its config is not asked for again until then, so that a cluster without
+ * registry access pays the failed read once per image, not once per function. */
+static bool recent_fallback(const struct settings *s, const char *image)
+{
+	cleanup_free char *marker = marker_path(s, "attach-fallback", image);
+	struct stat st;
+	if (stat(marker, &st) < 0)
+		return false;
+	int64_t age = epoch_ms() - ((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+	return age >= 0 && age < FN_IMAGE_TAG_TTL_MS;
+}
+
+static const char *mode_name(enum fn_mode m)
+{
+	return m == FN_MODE_AUTO ? "auto" : m == FN_MODE_EXEC ? "exec" : "attach";
 }
 
 int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
                      int64_t deadline_ms, struct err **err)
 {
-	if (s->mode != FN_MODE_EXEC || req->exec_argv)
+	if (s->mode == FN_MODE_ATTACH || req->exec_argv)
 		return 0;
+	if (s->helper_image == NULL) { /* auto: exec mode needs krmpod in the pod */
+		if (first_time(s, "attach-fallback", req->image))
+			log_info("%s runs in attach mode: KRMPOD_MODE=auto runs functions in exec mode "
+			         "only with KRMPOD_HELPER_IMAGE set",
+			         req->image);
+		return 0;
+	}
+	if (recent_fallback(s, req->image)) {
+		log_debug("%s runs in attach mode: its image config could not be read in the last "
+		          "%d s",
+		          req->image, FN_IMAGE_TAG_TTL_MS / 1000);
+		return 0;
+	}
 	struct registry_opts o;
 	registry_opts_init(&o, s, cancel, deadline_ms);
 	o.tag_ttl_ms = FN_IMAGE_TAG_TTL_MS;
@@ -72,7 +120,8 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 			e = NULL;
 			return -1;
 		}
-		enum log_level lvl = first_fallback(s, req->image) ? LOG_INFO : LOG_DEBUG;
+		enum log_level lvl =
+		        first_time(s, "attach-fallback", req->image) ? LOG_INFO : LOG_DEBUG;
 		log_msg(lvl, "%s runs in attach mode: its image config cannot be read (%s)",
 		        req->image, e->msg);
 		return 0;
@@ -85,8 +134,11 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 		        req->image);
 	}
 	req->exec_argv = argv_of(&c, req);
-	log_debug("%s: exec mode, manifest %s, argv[0] %s", req->image, c.manifest_digest,
-	          req->exec_argv[0]);
+	enum log_level lvl = s->mode == FN_MODE_AUTO && first_time(s, "exec-chosen", req->image)
+	                             ? LOG_INFO
+	                             : LOG_DEBUG;
+	log_msg(lvl, "%s runs in exec mode (KRMPOD_MODE=%s): manifest %s, argv[0] %s", req->image,
+	        mode_name(s->mode), c.manifest_digest, req->exec_argv[0]);
 	registry_image_config_clear(&c);
 	return 0;
 }

@@ -20,11 +20,14 @@
 
 #define FN_IMAGE_TAG_TTL_MS (5 * 60 * 1000)
 
-/* Sets req->exec_argv under KRMPOD_MODE=exec (nothing in attach mode). When the image's
- * config cannot be read (no registry reachable, a private registry without credentials,
- * an image only on the nodes), req stays in attach mode: said at info level the first time
- * for an image (a marker in the cache), at debug level after. Fails only for an image
- * whose config names nothing to run (ERR_CONFIG naming it). */
+/* Sets req->exec_argv under KRMPOD_MODE=exec and auto (nothing in attach mode, nor under
+ * auto without KRMPOD_HELPER_IMAGE). When the image's config cannot be read (no registry
+ * reachable, a private registry without credentials, an image only on the nodes), req stays
+ * in attach mode, and its config is not asked for again for FN_IMAGE_TAG_TTL_MS (a marker
+ * in the cache, keyed by the image and the registry settings). What was chosen is said at
+ * info level the first time for an image (under exec, only the fallback), at debug level
+ * after. Fails only for an image whose config names nothing to run (ERR_CONFIG naming it)
+ * and on a signal. */
 int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
                      int64_t deadline_ms, struct err **err);
 

@@ -133,6 +133,8 @@ def base_env(sim, shim_dir=None, **extra):
     }
     if TEST_MODE == "exec":
         env.update(exec_settings())
+    else:  # the suite's mode, named: krmpod's own default is auto (test_auto_mode.py)
+        env["KRMPOD_MODE"] = "attach"
     if IS_ASAN:
         env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=99"
         env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:exitcode=99"

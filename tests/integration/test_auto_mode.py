@@ -1,0 +1,97 @@
+"""KRMPOD_MODE=auto, krmpod's default (docs/internals/exec-mode.md): a function runs in exec
+mode when its image config can be read from its registry (and KRMPOD_HELPER_IMAGE is set),
+else in attach mode. What was chosen is said once per image at info level; an image whose
+config cannot be read is not asked for again for FN_IMAGE_TAG_TTL_MS. The registry is
+registrylib.FixtureRegistry serving kubesim's fixtures under example.com (conftest)."""
+from conftest import KUSTOMIZE_RUN, base_env, exec_settings, no_sanitizer_reports, run_shim
+
+CHOSE_EXEC = "runs in exec mode (KRMPOD_MODE=auto)"
+CHOSE_ATTACH = "runs in attach mode: its image config cannot be read"
+
+
+def auto_env(kubesim, tmp_path, **extra):
+    """The suite's exec settings with KRMPOD_MODE unset: the default, auto."""
+    env = dict(exec_settings(), KRMPOD_CACHE_DIR=str(tmp_path / "cache"), KRMPOD_MODE=None)
+    env.update(extra)
+    return base_env(kubesim, **env)
+
+
+def streams(kubesim, before):
+    """The subresources the run used: ["exec"] or ["attach"] (and the log read)."""
+    return sorted({s for l in kubesim.requests()[before:] for s in ("exec", "attach")
+                   if "/%s?" % s in l})
+
+
+def registry():
+    return exec_settings.__globals__["_EXEC"]["registry"]
+
+
+def test_default_is_auto_and_takes_exec_mode_when_the_config_is_readable(kubesim, tmp_path):
+    env = auto_env(kubesim, tmp_path)
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"a: 1\n", env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout == b"a: 1\n", err
+    assert streams(kubesim, before) == ["exec"], kubesim.requests()[before:]
+    assert err.count(CHOSE_EXEC) == 1, err
+    no_sanitizer_reports(r.stderr)
+    # said once per image: the next call of the same image says nothing at info level
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"b: 2\n", env=env)
+    assert r.returncode == 0 and r.stdout == b"b: 2\n", r.stderr.decode()
+    assert streams(kubesim, before) == ["exec"]
+    assert CHOSE_EXEC not in r.stderr.decode(), r.stderr.decode()
+
+
+def test_auto_falls_back_to_attach_once_and_asks_the_registry_once(kubesim, tmp_path):
+    """An image the registry does not have (its config cannot be read): attach mode, said
+    once; the next call does not ask the registry again."""
+    env = auto_env(kubesim, tmp_path)
+    reg = registry()
+    image = "example.com/elsewhere/cat-missing:v1"  # no fixture named cat-missing: 404
+    calls = len(reg.requests)
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"x", env=env)
+    err = r.stderr.decode()
+    # the pod cannot start (kubesim has no such executable either), but the choice came first
+    assert "%s %s" % (image, CHOSE_ATTACH) in err, err
+    assert len(reg.requests) > calls, "the registry was not asked"
+    assert "exec" not in streams(kubesim, before)
+    calls = len(reg.requests)
+    r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"x", env=dict(env, KRMPOD_LOG_LEVEL="debug"))
+    err = r.stderr.decode()
+    assert len(reg.requests) == calls, reg.requests[calls:]
+    assert "could not be read in the last 300 s" in err, err
+    assert CHOSE_ATTACH not in err, err
+    # other registry settings (credentials, mirrors, CA) ask again
+    r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"x",
+                 env=dict(env, KRMPOD_REGISTRY_MIRRORS=env["KRMPOD_REGISTRY_MIRRORS"] + ",x.io=y"))
+    assert len(reg.requests) > calls and CHOSE_ATTACH in r.stderr.decode(), r.stderr.decode()
+
+
+def test_auto_without_a_helper_image_runs_attach_mode(kubesim, tmp_path):
+    env = auto_env(kubesim, tmp_path)
+    del env["KRMPOD_HELPER_IMAGE"]
+    calls = len(registry().requests)
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"a: 1\n", env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout == b"a: 1\n", err
+    assert streams(kubesim, before) == ["attach"], kubesim.requests()[before:]
+    assert "KRMPOD_MODE=auto runs functions in exec mode only with KRMPOD_HELPER_IMAGE" in err, err
+    assert len(registry().requests) == calls
+
+
+def test_explicit_modes_and_a_bad_one(kubesim, tmp_path):
+    env = auto_env(kubesim, tmp_path, KRMPOD_MODE="attach")
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"a: 1\n", env=env)
+    assert r.returncode == 0 and streams(kubesim, before) == ["attach"], r.stderr.decode()
+    env = auto_env(kubesim, tmp_path, KRMPOD_MODE="fast")
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"", env=env)
+    assert r.returncode == 125, r.stderr.decode()
+    assert "KRMPOD_MODE=fast: use auto, attach or exec" in r.stderr.decode()
+    env = auto_env(kubesim, tmp_path, KRMPOD_MODE="attach", KRMPOD_WARM_POOL="true")
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"", env=env)
+    assert r.returncode == 125 and "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec or auto" in \
+        r.stderr.decode(), r.stderr.decode()
