@@ -232,8 +232,7 @@ static bool is_bundle_type(const char *t)
  * manifest is no bundle after all (its index entry did not say: check_type), 0 when g is
  * read, -1 when a read fails (g's problem is then the caller's to set). */
 static int bundle_read(struct registry_repo *repo, const struct oci_descriptor *d,
-                       const char *digest, bool check_type, struct cosign_sig *g,
-                       struct err **err)
+                       const char *digest, bool check_type, struct cosign_sig *g, struct err **err)
 {
 	cleanup_registry_manifest struct registry_manifest m = {0};
 	struct oci_descriptor layer;
