@@ -205,13 +205,15 @@ static int parse(const struct json *doc, const char *what, struct sig_policy *p,
 		               kind ? kind : "no kind");
 	const struct json *keys = json_get(doc, "keys");
 	const struct json *rules = json_get(doc, "requirements");
-	if (json_type(keys) != JSON_ARRAY || json_len(keys) == 0)
-		return err_set(err, ERR_CONFIG, "%s: keys: must list at least one public key",
+	/* Both lists are required, and both may be empty: the manifests ship a policy that
+	 * requires nothing, so that the admin's edit is the only step to requiring signatures. */
+	if (json_type(keys) != JSON_ARRAY)
+		return err_set(err, ERR_CONFIG, "%s: keys: must be a list of public keys ([] for none)",
 		               what);
-	if (json_type(rules) != JSON_ARRAY || json_len(rules) == 0)
+	if (json_type(rules) != JSON_ARRAY)
 		return err_set(err, ERR_CONFIG,
-		               "%s: requirements: must list at least one (images or catalogs, and "
-		               "the keys that must have signed them)",
+		               "%s: requirements: must be a list (of images or catalogs, and the keys "
+		               "that must have signed them; [] for none)",
 		               what);
 	for (size_t i = 0; i < json_len(keys); i++)
 		if (read_key(json_at(keys, i), i, what, p, err) < 0)

@@ -14,7 +14,8 @@
  *       catalogs: [example-co-functions]        # every image an admin catalog lists
  *       keys: [platform-team]                   # a valid signature by any one of them
  *
- * An image covered by several requirements needs a signature for each. The policy is read
+ * An image covered by several requirements needs a signature for each. Both lists are
+ * required and may be empty (the manifests ship such a policy: nothing needs a signature). The policy is read
  * strictly: an unknown field is an error, and so is any field that asks for a transparency
  * log or keyless signing (krmpod verifies offline, against the keys only).
  */

@@ -33,6 +33,7 @@ EXPECTED_OBJECTS = {
     ("LimitRange", FUNCTIONS_NS, "krmpod"),
     ("Deployment", ARGOCD_NS, "argocd-repo-server"),
     ("ConfigMap", ARGOCD_NS, "krmpod-catalogs"),
+    ("ConfigMap", ARGOCD_NS, "krmpod-signature-policy"),
     ("ConfigMap", FUNCTIONS_NS, "krmpod-admission"),
     ("ValidatingAdmissionPolicy", None, "krmpod-function-pods"),
     ("ValidatingAdmissionPolicyBinding", None, "krmpod-function-pods"),
@@ -89,6 +90,8 @@ EXPECTED_ENV = [
     # function catalogs (docs/catalogs.md): the admin's, from the ConfigMap below
     {"name": "KRMPOD_DEFAULT_CATALOGS", "value": "/etc/krmpod/catalogs/catalog.yaml"},
     {"name": "KRMPOD_IMAGE_POLICY", "value": "any"},
+    # the signature policy (docs/signatures.md), from the ConfigMap below: requires nothing
+    {"name": "KRMPOD_SIGNATURE_POLICY", "value": "/etc/krmpod/signatures/policy.yaml"},
 ]
 
 EXPECTED_MOUNTS = [
@@ -97,6 +100,7 @@ EXPECTED_MOUNTS = [
     {"name": "krmpod-tmp", "mountPath": "/tmp"},
     {"name": "krmpod-token", "mountPath": SA_DIR, "readOnly": True},
     {"name": "krmpod-catalogs", "mountPath": "/etc/krmpod/catalogs", "readOnly": True},
+    {"name": "krmpod-signature-policy", "mountPath": "/etc/krmpod/signatures", "readOnly": True},
 ]
 
 EXPECTED_TOKEN_SOURCES = [
@@ -326,7 +330,7 @@ def test_partial_deployment_names_only_krmpod_fields(rendered):
     assert set(spec) == {"automountServiceAccountToken", "containers", "volumes"}
     assert [c["name"] for c in spec["containers"]] == ["krmpod"]
     assert [v["name"] for v in spec["volumes"]] == ["krmpod-tmp", "krmpod-token",
-                                                     "krmpod-catalogs"]
+                                                     "krmpod-catalogs", "krmpod-signature-policy"]
 
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
@@ -389,6 +393,7 @@ def merged(tmp_path):
     }, {"upstream.yaml": UPSTREAM_REPO_SERVER})
     docs = kustomize(path)
     assert sorted(key(d) for d in docs) == [("ConfigMap", ARGOCD_NS, "krmpod-catalogs"),
+                                            ("ConfigMap", ARGOCD_NS, "krmpod-signature-policy"),
                                             ("Deployment", ARGOCD_NS, "argocd-repo-server")]
     return docs
 
@@ -404,7 +409,8 @@ def test_component_adds_the_sidecar_and_keeps_argocd(merged):
     assert spec["automountServiceAccountToken"] is False
     names = [v["name"] for v in spec["volumes"]]
     assert sorted(names) == sorted([v["name"] for v in upstream["volumes"]] +
-                                   ["krmpod-tmp", "krmpod-token", "krmpod-catalogs"])
+                                   ["krmpod-tmp", "krmpod-token", "krmpod-catalogs",
+                                    "krmpod-signature-policy"])
 
 
 def test_component_image_pin_reaches_the_helper_image(tmp_path):
@@ -599,3 +605,32 @@ def test_shipped_catalog_is_valid_and_named_by_the_sidecar(rendered, tmp_path):
                        stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)})
     assert r.returncode == 0, r.stderr.decode()
     assert b"catalog krmpod-admin-catalog (Catalog), sha256:" in r.stdout, r.stdout
+
+
+def test_shipped_signature_policy_is_valid_and_named_by_the_sidecar(rendered, tmp_path):
+    """The signature policy the manifests ship (docs/signatures.md) is read by krmpod as
+    requiring nothing, and KRMPOD_SIGNATURE_POLICY names the file its ConfigMap mount holds;
+    the volume is optional, and a missing file fails a render, naming it."""
+    cm = one(rendered, "ConfigMap", "krmpod-signature-policy")
+    mount = [m for m in sidecar(rendered)["volumeMounts"]
+             if m["name"] == "krmpod-signature-policy"][0]
+    env = {e["name"]: e.get("value") for e in sidecar(rendered)["env"]}
+    assert env["KRMPOD_SIGNATURE_POLICY"] == mount["mountPath"] + "/policy.yaml"
+    volume = [v for v in pod_spec(rendered)["volumes"] if v["name"] == "krmpod-signature-policy"][0]
+    assert volume["configMap"] == {"name": cm["metadata"]["name"], "optional": True}
+    path = tmp_path / "policy.yaml"
+    path.write_text(cm["data"]["policy.yaml"])
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "kustomization.yaml").write_text("resources: []\n")
+    krmpod = os.path.join(ROOT, "build", "krmpod")
+    base = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    r = subprocess.run([krmpod, "catalog", "view", str(app)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=dict(base, KRMPOD_SIGNATURE_POLICY=str(path)))
+    assert r.returncode == 0, r.stderr.decode()
+    assert ("signature policy: %s\n" % path).encode() in r.stdout, r.stdout
+    assert b"requirements[" not in r.stdout and b"CANNOT" not in r.stdout, r.stdout
+    missing = str(tmp_path / "gone" / "policy.yaml")
+    r = subprocess.run([krmpod, "catalog", "view", str(app)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=dict(base, KRMPOD_SIGNATURE_POLICY=missing))
+    assert ("signature policy: %s: CANNOT BE READ" % missing).encode() in r.stdout, r.stdout

@@ -728,6 +728,24 @@ TEST(requirements_cover_images_by_pattern_and_catalog)
 	sig_policy_clear(&p);
 }
 
+TEST(an_empty_policy_requires_nothing)
+{
+	/* what manifests/repo-server/signature-policy.yaml ships */
+	static const char text[] = "apiVersion: krmpod.dev/v1alpha1\nkind: SignaturePolicy\n"
+	                           "keys: []\nrequirements: []\n";
+	struct sig_policy p;
+	cleanup_err struct err *e = NULL;
+	if (sig_policy_parse(text, strlen(text), WHAT, &p, &e) < 0) {
+		CHECK_FAIL_("parse: %s", e->msg);
+		return;
+	}
+	CHECK_INT(p.n_keys, 0);
+	CHECK_INT(p.n_rules, 0);
+	CHECK(!sig_policy_has_catalogs(&p));
+	CHECK_INT(sig_policy_rules_for(&p, "ghcr.io/any/fn:v1", "any-catalog", NULL, 0), 0);
+	sig_policy_clear(&p);
+}
+
 TEST(a_bad_policy_is_refused_naming_the_field)
 {
 	static const char rule[] = "requirements:\n- images: [\"*\"]\n  keys: [platform-team]\n";
@@ -761,14 +779,13 @@ TEST(a_bad_policy_is_refused_naming_the_field)
 	         "platform-team", NULL, rule, "kind SignaturePolicy", "ImagePolicy"},
 	        {"no apiVersion", "kind: SignaturePolicy\n", "platform-team", NULL, rule,
 	         "no apiVersion", NULL},
-	        {"no keys", NULL, NULL, NULL, rule, "keys: must list at least one public key",
-	         NULL},
-	        {"empty keys", NULL, NULL, NULL, "keys: []\nrequirements:\n- images: [x]\n",
-	         "keys: must list at least one public key", NULL},
+	        {"no keys", NULL, NULL, NULL, rule, "keys: must be a list of public keys", NULL},
+	        {"keys not a list", NULL, NULL, NULL, "keys: {}\nrequirements: []\n",
+	         "keys: must be a list of public keys", NULL},
+	        {"empty keys, a requirement", NULL, NULL, NULL,
+	         "keys: []\nrequirements:\n- images: [x]\n", "requirements[0] names no keys", NULL},
 	        {"no requirements", NULL, "platform-team", NULL, "",
-	         "requirements: must list at least one", NULL},
-	        {"empty requirements", NULL, "platform-team", NULL, "requirements: []\n",
-	         "requirements: must list at least one", NULL},
+	         "requirements: must be a list", NULL},
 	        {"a requirement covering nothing", NULL, "platform-team", NULL,
 	         "requirements:\n- keys: [platform-team]\n", "requirements[0] covers nothing",
 	         "images"},
@@ -951,6 +968,7 @@ int main(void)
 	RUN(a_bundle_that_cannot_count_has_a_problem);
 	RUN(a_good_policy_parses);
 	RUN(requirements_cover_images_by_pattern_and_catalog);
+	RUN(an_empty_policy_requires_nothing);
 	RUN(a_bad_policy_is_refused_naming_the_field);
 	RUN(an_rsa_key_in_a_policy_is_refused_by_name);
 	RUN(public_key_files_and_policy_files);
