@@ -8,7 +8,8 @@
  *
  * Invariants: a failure sets its error; descriptors have a valid sha256 digest, a size
  * >= 0 and a terminated media type; an image config's lists are NULL-terminated and its Env
- * never NULL; found credentials have a user; a reference prints as text that parses back to
+ * never NULL; found credentials have a user and name their key, the same key every time; a
+ * reference prints as text that parses back to
  * the same reference. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -96,27 +97,45 @@ static void image_config(const char *text, size_t len)
 
 static void auth(const char *text, size_t len)
 {
-	static const char *const registries[] = {"docker.io", "registry.example.co:5000",
-	                                         "localhost:5000", "[::1]:5000"};
-	for (size_t i = 0; i < sizeof(registries) / sizeof(registries[0]); i++) {
+	static const struct {
+		const char *registry, *repository;
+	} images[] = {{"docker.io", "library/alpine"},
+	              {"registry.example.co:5000", "team/app"},
+	              {"a.example.co", "team/app/sub"},
+	              {"localhost:5000", "fns/x"},
+	              {"[::1]:5000", ""}};
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
 		struct registry_creds c;
 		struct err *e = NULL;
-		int rc = registry_auth_lookup(text, len, "auth file", registries[i], &c, &e);
+		int rc = registry_auth_lookup(text, len, "auth file", images[i].registry,
+		                              images[i].repository, &c, &e);
 		if (rc < -1 || rc > 1)
 			fuzz_fail("registry_auth_lookup returned %d", rc);
 		fuzz_check_err(rc, e, "registry_auth_lookup");
 		if (rc == 1) {
 			if (c.user == NULL || c.user[0] == '\0' || c.password == NULL)
 				fuzz_fail("credentials without a user or password");
+			if (c.key == NULL)
+				fuzz_fail("credentials without the key they came from");
 			char *basic = registry_auth_basic(&c);
 			if (strncmp(basic, "Basic ", 6) != 0)
 				fuzz_fail("Authorization %s", basic);
 			free(basic);
-		} else if (c.user || c.password) {
+			/* the pick is a pure function of the text */
+			struct registry_creds again;
+			struct err *e2 = NULL;
+			if (registry_auth_lookup(text, len, "auth file", images[i].registry,
+			                         images[i].repository, &again, &e2) != 1 ||
+			    strcmp(again.key, c.key) != 0)
+				fuzz_fail("a second lookup for %s/%s picked another key",
+				          images[i].registry, images[i].repository);
+			registry_creds_clear(&again);
+			err_free(e2);
+		} else if (c.user || c.password || c.key) {
 			fuzz_fail("no credentials found, but some returned");
 		}
 		registry_creds_clear(&c);
-		registry_host(registries[i]);
+		registry_host(images[i].registry);
 		err_free(e);
 	}
 }

@@ -506,6 +506,13 @@ def registry():
         "registry.example.co:5000": {"username": "u", "password": "p"},
         "http://localhost:5000/v2/": {"auth": "bm9jb2xvbg=="},
         "[::1]:5000": {"identitytoken": "t"}}}))
+    c.add("dockerconfigjson-kubelet", compact({"auths": {
+        "*.example.co": {"auth": "dXNlcjpwYXNz"},
+        "a.example.co/team/": {"username": "u", "password": "p"},
+        "https://a.example.co/v2/team/app": {"auth": "dTI6cGE6c3M="},
+        "docker.io/library/": {"username": "hub", "password": "p"},
+        "registry.example.co:5000/team": {"username": "t", "password": "p"},
+        "oci://registry.example.co:5000": {"auth": "x"}}}))
     c.add("challenges-and-refs", "\n".join([
         'Bearer realm="https://auth.docker.io/token",service="registry.docker.io",'
         'scope="repository:library/alpine:pull"',

@@ -93,7 +93,8 @@ def test_without_credentials_names_the_setting(private, fetch, pki):
 
 
 @pytest.mark.parametrize("key,form", [("https://{host}", "auth"), ("{host}", "auth"),
-                                      ("{host}", "username")])
+                                      ("{host}", "username"), ("{host}/fns/", "auth"),
+                                      ("https://{host}/v2/fns/private", "auth")])
 def test_with_a_dockerconfigjson(private, fetch, pki, tmp_path, key, form):
     auth = dockerconfig(tmp_path / "auth.json", key.format(host=private.host), USER,
                         PASSWORD, form)
@@ -109,18 +110,26 @@ def test_with_a_dockerconfigjson(private, fetch, pki, tmp_path, key, form):
 
 
 def test_wrong_credentials_are_refused(private, fetch, pki, tmp_path):
-    auth = dockerconfig(tmp_path / "auth.json", private.host, USER, "wrong")
+    auth = dockerconfig(tmp_path / "auth.json", private.host, USER, "wrong-pw-7c1e")
     r = fetch("layer", "%s/fns/private:v1" % private.host, CATALOG, ca=pki.ca, auth=auth)
     assert r.rc == 1, r
-    assert ("CONFIG: pull %s/fns/private:v1: the registry %s refused the credentials for it "
-            "in %s (KRMPOD_REGISTRY_AUTH)" % (private.host, private.host, auth)) in r.err, r
+    assert ("CONFIG: pull %s/fns/private:v1: the registry %s refused the credentials for "
+            "fns/private in %s (KRMPOD_REGISTRY_AUTH, auths.\"%s\")"
+            % (private.host, private.host, auth, private.host)) in r.err, r
+    assert "wrong-pw-7c1e" not in r.err, r  # the password is never said
 
 
-def test_credentials_for_another_registry(private, fetch, pki, tmp_path):
-    auth = dockerconfig(tmp_path / "auth.json", "other.example.com", USER, PASSWORD)
+@pytest.mark.parametrize("key", ["other.example.com", "{host}/other/", "{ip}:1"])
+def test_credentials_for_another_registry(private, fetch, pki, tmp_path, key):
+    """A key for another host, another repository path or another port is not used: the
+    credentials are never sent (kubelet's matching, registry_auth.h)."""
+    auth = dockerconfig(tmp_path / "auth.json",
+                        key.format(host=private.host, ip=private.host.rsplit(":", 1)[0]),
+                        USER, PASSWORD)
     r = fetch("layer", "%s/fns/private:v1" % private.host, CATALOG, ca=pki.ca, auth=auth)
     assert r.rc == 1, r
-    assert "the registry auth file %s (KRMPOD_REGISTRY_AUTH) has none for it" % auth in r.err
+    assert "the registry auth file %s (KRMPOD_REGISTRY_AUTH) has none for it: no key of its " \
+           "auths matches %s/fns/private" % (auth, private.host) in r.err, r
 
 
 def test_anonymous_tokens(pki, fetch):

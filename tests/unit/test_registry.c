@@ -255,14 +255,65 @@ TEST(challenge_malformed)
 
 static int lookup(const char *json, const char *registry, struct registry_creds *c, struct err **e)
 {
-	return registry_auth_lookup(json, strlen(json), "auth.json", registry, c, e);
+	return registry_auth_lookup(json, strlen(json), "auth.json", registry, "team/app", c, e);
 }
+
+/* The auths key that registry_auth_lookup picks in json for registry/repository ("" when
+ * none matches, "error: …" when it fails); a new string. */
+static char *picked(const char *json, const char *registry, const char *repository)
+{
+	struct registry_creds c;
+	struct err *e = NULL;
+	int rc =
+	        registry_auth_lookup(json, strlen(json), "auth.json", registry, repository, &c, &e);
+	char *key = rc < 0 ? xasprintf("error: %s", e ? e->msg : "?")
+	                   : xstrdup(rc == 1 && c.key ? c.key : "");
+	if (rc == 1 && (c.user == NULL || c.password == NULL))
+		fprintf(stderr, "  key %s matched without credentials\n", key);
+	registry_creds_clear(&c);
+	err_free(e);
+	return key;
+}
+
+/* One lookup: the image and the key it must pick ("" for none). */
+struct pick {
+	const char *registry, *repository, *want;
+};
+
+/* An auths object with each of the keys, all with the same credentials. */
+static char *auths_of(const char *const *keys)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "{\"auths\":{");
+	for (size_t i = 0; keys[i]; i++)
+		buf_printf(&b, "%s\"%s\":{\"auth\":\"" AUTH_USER_PASS "\"}", i ? "," : "", keys[i]);
+	buf_puts(&b, "}}");
+	return buf_steal(&b, NULL);
+}
+
+/* Checks each case against an auths object of keys (a NULL-terminated list). */
+static void check_picks(const char *const *keys, const struct pick *cases, size_t n)
+{
+	char *json = auths_of(keys);
+	for (size_t i = 0; i < n; i++) {
+		char *got = picked(json, cases[i].registry, cases[i].repository);
+		if (strcmp(got, cases[i].want) != 0)
+			CHECK_FAIL_("the key for %s/%s in %s: got \"%s\", want \"%s\"",
+			            cases[i].registry, cases[i].repository, json, got,
+			            cases[i].want);
+		free(got);
+	}
+	free(json);
+}
+
+#define CHECK_PICKS(keys, cases) check_picks(keys, cases, sizeof(cases) / sizeof(cases[0]))
 
 TEST(dockerconfig_docker_hub_keys)
 {
-	static const char *const keys[] = {"https://index.docker.io/v1/", "docker.io",
-	                                   "registry-1.docker.io", "https://registry-1.docker.io",
-	                                   "index.docker.io"};
+	static const char *const keys[] = {
+	        "https://index.docker.io/v1/",  "docker.io",       "registry-1.docker.io",
+	        "https://registry-1.docker.io", "index.docker.io", "INDEX.docker.io/v2/"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		char *json = xasprintf("{\"auths\":{\"other.io\":{\"auth\":\"" AUTH_U2 "\"},"
 		                       "\"%s\":{\"auth\":\"" AUTH_USER_PASS "\"}}}",
@@ -272,13 +323,22 @@ TEST(dockerconfig_docker_hub_keys)
 		CHECK_INT(lookup(json, "docker.io", &c, &e), 1);
 		CHECK_STR(c.user, "user");
 		CHECK_STR(c.password, "pass");
+		CHECK_STR(c.key, keys[i]);
 		registry_creds_clear(&c);
-		CHECK(c.user == NULL && c.password == NULL);
-		/* Docker Hub's keys do not name another registry. */
+		CHECK(c.user == NULL && c.password == NULL && c.key == NULL);
+		/* Docker Hub's keys do not name another registry, nor Hub on another port. */
 		CHECK_INT(lookup(json, "ghcr.io", &c, &e), 0);
 		CHECK(c.user == NULL);
+		CHECK_INT(lookup(json, "docker.io:5000", &c, &e), 0);
 		free(json);
 	}
+	/* A path under Docker Hub: only that organisation's repositories. */
+	static const char *const hub[] = {"https://index.docker.io/v1/", "docker.io/myorg/", NULL};
+	static const struct pick cases[] = {
+	        {"docker.io", "myorg/fn", "docker.io/myorg/"},
+	        {"docker.io", "library/alpine", "https://index.docker.io/v1/"},
+	};
+	CHECK_PICKS(hub, cases);
 }
 
 TEST(dockerconfig_other_registries)
@@ -292,20 +352,122 @@ TEST(dockerconfig_other_registries)
 	CHECK_INT(lookup(json, "reg.io:5000", &c, &e), 1);
 	CHECK_STR(c.user, "u2");
 	CHECK_STR(c.password, "pa:ss"); /* the password may hold ':' */
+	CHECK_STR(c.key, "https://reg.io:5000");
 	registry_creds_clear(&c);
 	CHECK_INT(lookup(json, "reg.io", &c, &e), 1); /* no port: its own key */
 	CHECK_STR(c.user, "plain");
 	CHECK_STR(c.password, "pw");
 	registry_creds_clear(&c);
-	CHECK_INT(lookup(json, "other.io", &c, &e), 1); /* scheme and path dropped, any case */
+	CHECK_INT(lookup(json, "other.io", &c, &e), 1); /* scheme and /v2/ dropped, any case */
 	CHECK_STR(c.user, "user");
 	registry_creds_clear(&c);
 	CHECK_INT(lookup(json, "reg.io:5001", &c, &e), 0);
 	CHECK_INT(lookup(json, "docker.io", &c, &e), 0);
 	CHECK_INT(lookup("{\"auths\":{}}", "reg.io", &c, &e), 0);
-	char *basic = registry_auth_basic(&(struct registry_creds){"user", "pass"});
+	char *basic = registry_auth_basic(&(struct registry_creds){"user", "pass", NULL});
 	CHECK_STR(basic, "Basic " AUTH_USER_PASS);
 	free(basic);
+}
+
+TEST(dockerconfig_ports)
+{
+	/* A key with a port matches that port only; a key without one only no port. */
+	static const char *const keys[] = {"reg.io:5000", "reg.io", "[::1]:5000", NULL};
+	static const struct pick cases[] = {
+	        {"reg.io:5000", "team/app", "reg.io:5000"},
+	        {"reg.io", "team/app", "reg.io"},
+	        {"reg.io:443", "team/app", ""},
+	        {"reg.io:50000", "team/app", ""},
+	        {"[::1]:5000", "team/app", "[::1]:5000"},
+	        {"[::1]", "team/app", ""},
+	};
+	CHECK_PICKS(keys, cases);
+	static const char *const portless[] = {"reg.io", NULL};
+	static const struct pick other_port[] = {{"reg.io:5000", "team/app", ""}};
+	CHECK_PICKS(portless, other_port);
+}
+
+TEST(dockerconfig_path_prefixes)
+{
+	/* The key's path is a prefix of the repository's; the most specific key wins; a key
+	 * for another path never matches. */
+	static const char *const keys[] = {"reg.io/other",     "reg.io",
+	                                   "reg.io/team",      "https://reg.io/v2/team/app",
+	                                   "reg.io/team/lib/", NULL};
+	static const struct pick cases[] = {
+	        {"reg.io", "team/app", "https://reg.io/v2/team/app"},
+	        {"reg.io", "team/app/sub", "https://reg.io/v2/team/app"},
+	        {"reg.io", "team/lib/x", "reg.io/team/lib/"},
+	        {"reg.io", "team/lib", "reg.io/team"}, /* "/team/lib/" is longer */
+	        {"reg.io", "team/web", "reg.io/team"},
+	        {"reg.io", "teamx/web", "reg.io/team"}, /* a string prefix, as the kubelet's */
+	        {"reg.io", "other/x", "reg.io/other"},
+	        {"reg.io", "library/alpine", "reg.io"},
+	};
+	CHECK_PICKS(keys, cases);
+	/* Without a key for the host alone, another repository gets nothing. */
+	static const char *const only_team[] = {"reg.io/team/", "reg.io:5000", NULL};
+	static const struct pick team_cases[] = {
+	        {"reg.io", "team/app", "reg.io/team/"},
+	        {"reg.io", "teamx/app", ""},
+	        {"reg.io", "other/app", ""},
+	        {"reg.io:5000", "other/app", "reg.io:5000"},
+	};
+	CHECK_PICKS(only_team, team_cases);
+}
+
+TEST(dockerconfig_globs)
+{
+	/* Each label of the key's host is a pattern; the number of labels must be equal. */
+	static const char *const keys[] = {"*.example.com", "registry.example.com/team/",
+	                                   "*.*.corp.io",   "reg-?.lab.io",
+	                                   "*.io:5000",     NULL};
+	static const struct pick cases[] = {
+	        {"a.example.com", "x/y", "*.example.com"},
+	        {"A.Example.COM", "x/y", "*.example.com"}, /* hosts: any case */
+	        {"registry.example.com", "team/app", "registry.example.com/team/"},
+	        {"registry.example.com", "other/app", "*.example.com"},
+	        {"example.com", "x/y", ""},     /* fewer labels */
+	        {"a.b.example.com", "x/y", ""}, /* more labels */
+	        {"a.b.corp.io", "x/y", "*.*.corp.io"},
+	        {"reg-1.lab.io", "x/y", "reg-?.lab.io"},
+	        {"reg-10.lab.io", "x/y", ""},
+	        {"ghcr.io:5000", "x/y", "*.io:5000"},
+	        {"ghcr.io", "x/y", ""},
+	};
+	CHECK_PICKS(keys, cases);
+}
+
+TEST(dockerconfig_most_specific_first)
+{
+	/* Of the matching keys the greatest host[:port]path in byte order wins, whatever the
+	 * order in the file; a name beats a glob; equal keys: the first. */
+	static const char *const keys[] = {"*.reg.io", "https://a.reg.io/", "a.reg.io/team",
+	                                   "http://a.reg.io/team/app", NULL};
+	static const char *const reversed[] = {"http://a.reg.io/team/app", "a.reg.io/team",
+	                                       "https://a.reg.io/", "*.reg.io", NULL};
+	static const struct pick cases[] = {
+	        {"a.reg.io", "team/app", "http://a.reg.io/team/app"},
+	        {"a.reg.io", "team/web", "a.reg.io/team"},
+	        {"a.reg.io", "misc/x", "https://a.reg.io/"},
+	        {"b.reg.io", "team/app", "*.reg.io"},
+	};
+	CHECK_PICKS(keys, cases);
+	CHECK_PICKS(reversed, cases);
+	static const char *const equal[] = {"reg.io", "https://reg.io/v1/", "http://reg.io/", NULL};
+	/* Keys that name no registry are skipped, not errors. */
+	static const char *const odd[] = {"oci://reg.io", ":5000", "", "[::1", "reg.io", NULL};
+	static const struct pick plain[] = {{"reg.io", "x/y", "reg.io"}};
+	CHECK_PICKS(equal, plain);
+	CHECK_PICKS(odd, plain);
+	/* The most specific entry is the one read: without credentials it is an error naming
+	 * it, even when a less specific one has some. */
+	char *got = picked("{\"auths\":{\"reg.io\":{\"auth\":\"" AUTH_USER_PASS "\"},"
+	                   "\"reg.io/team\":{\"identitytoken\":\"t\"}}}",
+	                   "reg.io", "team/app");
+	CHECK_STR(got, "error: auth.json: auths.\"reg.io/team\" has no credentials: krmpod reads "
+	               "\"auth\" (base64 of user:password) or \"username\" and \"password\"");
+	free(got);
 }
 
 TEST(dockerconfig_errors)
@@ -331,7 +493,7 @@ TEST(dockerconfig_errors)
 	}
 	struct registry_creds c;
 	struct err *e = NULL;
-	CHECK_INT(registry_auth_load("/nonexistent/auth.json", "reg.io", &c, &e), -1);
+	CHECK_INT(registry_auth_load("/nonexistent/auth.json", "reg.io", "x", &c, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_CONFIG);
 	CHECK_CONTAINS(e ? e->msg : NULL, "/nonexistent/auth.json");
 	err_free(e);
@@ -946,10 +1108,11 @@ TEST(credentials_missing_or_refused)
 	                 "{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"bad password\"}]}");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_CONFIG);
-	want = xasprintf("the registry %s refused the credentials for it in %s "
-	                 "(KRMPOD_REGISTRY_AUTH): GET http://%s/v2/fns/catalog/manifests/v1: 401 "
-	                 "Unauthorized: UNAUTHORIZED: bad password",
-	                 r.host, r.o.auth_file, r.host);
+	want = xasprintf("the registry %s refused the credentials for fns/catalog in %s "
+	                 "(KRMPOD_REGISTRY_AUTH, auths.\"https://%s\"): GET "
+	                 "http://%s/v2/fns/catalog/manifests/v1: 401 Unauthorized: UNAUTHORIZED: "
+	                 "bad password",
+	                 r.host, r.o.auth_file, r.host, r.host);
 	CHECK_CONTAINS(e ? e->msg : NULL, want);
 	free(want);
 	CHECK_INT(fake_http_nreq(&r.f), 2);
@@ -965,7 +1128,7 @@ TEST(credentials_missing_or_refused)
 	                 "{\"details\":\"incorrect username or password\"}");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	CHECK_INT(e ? e->code : ERR_OK, ERR_CONFIG);
-	CHECK_CONTAINS(e ? e->msg : NULL, "refused the credentials for it in");
+	CHECK_CONTAINS(e ? e->msg : NULL, "refused the credentials for fns/catalog in");
 	CHECK_CONTAINS(e ? e->msg : NULL, "incorrect username or password");
 	free(challenge);
 	reg_stop(&r);
@@ -978,8 +1141,9 @@ TEST(credentials_missing_or_refused)
 	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
 	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
 	want = xasprintf("the registry %s requires credentials: the registry auth file %s "
-	                 "(KRMPOD_REGISTRY_AUTH) has none for it",
-	                 r.host, path);
+	                 "(KRMPOD_REGISTRY_AUTH) has none for it: no key of its auths matches "
+	                 "%s/fns/catalog",
+	                 r.host, path, r.host);
 	CHECK_CONTAINS(e ? e->msg : NULL, want);
 	free(want);
 	reg_stop(&r);
@@ -1386,6 +1550,10 @@ int main(void)
 	RUN(challenge_malformed);
 	RUN(dockerconfig_docker_hub_keys);
 	RUN(dockerconfig_other_registries);
+	RUN(dockerconfig_ports);
+	RUN(dockerconfig_path_prefixes);
+	RUN(dockerconfig_globs);
+	RUN(dockerconfig_most_specific_first);
 	RUN(dockerconfig_errors);
 	RUN(manifest_kind);
 	RUN(manifest_layer_selection);
