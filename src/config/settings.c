@@ -441,6 +441,21 @@ static int fit_start_timeout(char *const *e, struct settings *s, struct err **er
 	               (long long)s->start_timeout_ms, (long long)s->timeout_ms);
 }
 
+/* The next item of a comma-separated list split in place (strtok_r's way: list the first
+ * time, NULL after), spaces around it dropped; NULL after the last. */
+static char *next_item(char *list, char **save)
+{
+	char *p = strtok_r(list, ",", save);
+	if (p == NULL)
+		return NULL;
+	while (*p == ' ')
+		p++;
+	size_t len = strlen(p);
+	while (len > 0 && p[len - 1] == ' ')
+		p[--len] = '\0';
+	return p;
+}
+
 /* Comma-separated image patterns ('*' any run of characters). */
 static int load_patterns(char *const *e, const char *var, char ***out, size_t *n, struct err **err)
 {
@@ -449,13 +464,8 @@ static int load_patterns(char *const *e, const char *var, char ***out, size_t *n
 		return 0;
 	cleanup_free char *copy = xstrdup(v);
 	char *save = NULL;
-	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		while (*p == ' ')
-			p++;
-		size_t len = strlen(p);
-		while (len > 0 && p[len - 1] == ' ')
-			p[--len] = '\0';
-		if (len == 0 || strpbrk(p, " \t"))
+	for (char *p = next_item(copy, &save); p; p = next_item(NULL, &save)) {
+		if (*p == '\0' || strpbrk(p, " \t"))
 			return err_set(err, ERR_CONFIG,
 			               "%s=%s: \"%s\" is not an image pattern (e.g. "
 			               "registry.example.co/fns/*)",
@@ -665,13 +675,8 @@ static int load_pull_secrets(char *const *e, struct settings *s, struct err **er
 		return 0;
 	cleanup_free char *copy = xstrdup(v);
 	char *save = NULL;
-	for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		while (*p == ' ')
-			p++;
-		size_t len = strlen(p);
-		while (len > 0 && p[len - 1] == ' ')
-			p[--len] = '\0';
-		if (!dns_subdomain_ok(p, len))
+	for (char *p = next_item(copy, &save); p; p = next_item(NULL, &save)) {
+		if (!dns_subdomain_ok(p, strlen(p)))
 			return err_set(
 			        err, ERR_CONFIG,
 			        "%s=%s: \"%s\" is not a Secret name (a DNS subdomain: lowercase "

@@ -302,6 +302,69 @@ static void check_enforcement(struct report *r, struct kube_config *cfg, const s
 		     said[0] ? said : "the probe exited non-zero without a message");
 }
 
+/* Where a pull Secret's name comes from, for the report. */
+static const char *pull_secret_source(const struct settings *s, const char *name)
+{
+	bool setting = false;
+	for (size_t i = 0; i < s->n_pull_secrets && !setting; i++)
+		setting = strcmp(s->pull_secrets[i], name) == 0;
+	return setting ? "KRMPOD_IMAGE_PULL_SECRETS" : "the PodTemplate's imagePullSecrets";
+}
+
+/* The report line for a pull Secret doctor could not read (status: the HTTP status). */
+static void pull_secret_unread(struct report *r, const char *name, const char *from, const char *ns,
+                               long status, const struct err *e)
+{
+	if (status == 404)
+		line(r, "FAIL",
+		     "image pull Secret %s (%s) does not exist in namespace %s: function pods "
+		     "cannot pull with it; create it (kubectl -n %s create secret docker-registry "
+		     "%s --docker-server=REGISTRY --docker-username=USER --docker-password=...) or "
+		     "remove it from %s",
+		     name, from, ns, ns, name, from);
+	else if (status == 403)
+		line(r, "WARN",
+		     "image pull Secret %s (%s) in namespace %s: cannot check: reading it needs "
+		     "secrets get, which krmpod's Role does not grant (a Role rule for secrets get "
+		     "with resourceNames [%s] in %s lets doctor check it)",
+		     name, from, ns, name, ns);
+	else
+		line(r, "WARN", "image pull Secret %s (%s) in namespace %s: cannot check: %s", name,
+		     from, ns, e ? e->msg : "?");
+}
+
+/* Each Secret function pods pull with (pod_spec_pull_secrets) exists in the functions
+ * namespace and is a kubernetes.io/dockerconfigjson; its data is never printed. Reading a
+ * Secret needs `secrets get`, which the shipped Role does not grant: a 403 is a warning that
+ * says which rule would let doctor check. */
+static void check_pull_secrets(struct report *r, struct kube_client *c, const char *ns,
+                               const struct settings *s)
+{
+	static const char *const want = "kubernetes.io/dockerconfigjson";
+	cleanup_free const char **names = NULL;
+	size_t n = pod_spec_pull_secrets(s, &names);
+	for (size_t i = 0; i < n; i++) {
+		const char *from = pull_secret_source(s, names[i]);
+		cleanup_json struct json *secret = NULL;
+		cleanup_err struct err *e = NULL;
+		long status = 0;
+		if (kube_api_secret_get(c, ns, names[i], &status, &secret, &e) < 0) {
+			pull_secret_unread(r, names[i], from, ns, status, e);
+			continue;
+		}
+		const char *type = json_str(json_get(secret, "type"));
+		if (type && strcmp(type, want) == 0)
+			line(r, "ok", "image pull Secret %s in namespace %s (%s): %s", names[i], ns,
+			     from, want);
+		else
+			line(r, "FAIL",
+			     "image pull Secret %s (%s) in namespace %s is of type %s, not %s: "
+			     "function pods pull with dockerconfigjson Secrets; create it again "
+			     "with kubectl -n %s create secret docker-registry %s",
+			     names[i], from, ns, type ? type : "(none)", want, ns, names[i]);
+	}
+}
+
 /* The checks that need the server, in the order a reader fixes them. */
 static void check_cluster(struct report *r, struct kube_config *cfg, struct kube_client *c,
                           struct settings *s, bool probe, atomic_int *cancel)
@@ -322,6 +385,7 @@ static void check_cluster(struct report *r, struct kube_config *cfg, struct kube
 		     "KRMPOD_HELPER_IMAGE is not set: functions with mounts will be "
 		     "refused (set it to the sidecar's own image)");
 	check_permissions(r, c, ns, s);
+	check_pull_secrets(r, c, ns, s);
 	check_network_policies(r, c, ns, s);
 	if (probe)
 		check_enforcement(r, cfg, s, cancel);

@@ -1,5 +1,7 @@
-"""`krmpod doctor`: permissions through SelfSubjectAccessReview and whether the namespace's
-NetworkPolicies really isolate function pods."""
+"""`krmpod doctor`: permissions through SelfSubjectAccessReview, whether the namespace's
+NetworkPolicies really isolate function pods, and the image pull Secrets."""
+import base64
+import json
 import os
 import subprocess
 
@@ -121,3 +123,76 @@ def test_enforcement_is_not_claimed_without_a_probe_and_honest_when_it_cannot_te
     r = subprocess.run([KRMPOD_BIN, "doctor", "--probes"], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
     assert r.returncode == 2 and b"usage: krmpod doctor [--probe]" in r.stderr, r.stderr
+
+
+def secret(kubesim, name, type_="kubernetes.io/dockerconfigjson"):
+    data = {".dockerconfigjson": base64.b64encode(json.dumps({"auths": {
+        "reg.example.com:5444": {"auth": base64.b64encode(b"robot:s3cret-pw").decode()}}})
+        .encode()).decode()} if type_ == "kubernetes.io/dockerconfigjson" else {"k": "dg=="}
+    kubesim.control("POST", "/api/v1/namespaces/default/secrets",
+                    {"metadata": {"name": name}, "type": type_, "data": data})
+
+
+def test_image_pull_secrets_are_checked(kubesim, tmp_path):
+    """Each Secret function pods pull with, from KRMPOD_IMAGE_PULL_SECRETS and from the
+    PodTemplate's imagePullSecrets: ok when it is a kubernetes.io/dockerconfigjson in the
+    functions namespace, FAIL naming it, the namespace and the fix when it is missing or of
+    another type; its data never printed."""
+    install_policies(kubesim)
+    secret(kubesim, "pull-creds")
+    secret(kubesim, "opaque-creds", "Opaque")
+    t = tmp_path / "t.yaml"
+    t.write_text("spec:\n  imagePullSecrets: [{name: template-creds}, {name: pull-creds}]\n")
+    r = doctor(base_env(kubesim, KRMPOD_POD_TEMPLATE=str(t),
+                        KRMPOD_IMAGE_PULL_SECRETS="pull-creds,missing-creds,opaque-creds"))
+    out = r.stdout.decode()
+    assert r.returncode == 1, out + r.stderr.decode()
+    lines = [l for l in out.splitlines() if "image pull Secret" in l]
+    assert len(lines) == 4, out  # each name once, the template's first
+    assert lines[0].startswith("[FAIL] image pull Secret template-creds (the PodTemplate's "
+                               "imagePullSecrets) does not exist in namespace default: "
+                               "function pods cannot pull with it; create it (kubectl -n "
+                               "default create secret docker-registry template-creds "), out
+    assert lines[1] == "[ok  ] image pull Secret pull-creds in namespace default " \
+                       "(KRMPOD_IMAGE_PULL_SECRETS): kubernetes.io/dockerconfigjson", out
+    assert lines[2].startswith("[FAIL] image pull Secret missing-creds "
+                               "(KRMPOD_IMAGE_PULL_SECRETS) does not exist in namespace "
+                               "default"), out
+    assert "or remove it from KRMPOD_IMAGE_PULL_SECRETS" in lines[2], out
+    assert lines[3].startswith("[FAIL] image pull Secret opaque-creds "
+                               "(KRMPOD_IMAGE_PULL_SECRETS) in namespace default is of type "
+                               "Opaque, not kubernetes.io/dockerconfigjson"), out
+    assert "doctor: 3 failed" in out, out
+    for leak in ("s3cret-pw", base64.b64encode(b"robot:s3cret-pw").decode()):
+        assert leak not in out + r.stderr.decode()
+    # all present and right: no failure
+    r = doctor(base_env(kubesim, KRMPOD_IMAGE_PULL_SECRETS="pull-creds"))
+    out = r.stdout.decode()
+    assert r.returncode == 0, out
+    assert "[ok  ] image pull Secret pull-creds in namespace default" in out, out
+    # none named: no line
+    r = doctor(base_env(kubesim))
+    assert "image pull Secret" not in r.stdout.decode()
+
+
+def test_image_pull_secrets_without_secrets_get(kubesim, tmp_path):
+    """A token that may not read Secrets (403): a warning saying which permission would let
+    doctor check, not a failure."""
+    secret(kubesim, "pull-creds")
+    ro = open(kubesim.state + "/token-readonly").read().strip()
+    env = in_cluster_env(kubesim, tmp_path, ro)
+    env["KRMPOD_IMAGE_PULL_SECRETS"] = "pull-creds"
+    r = doctor(env)
+    out = r.stdout.decode()
+    assert "[WARN] image pull Secret pull-creds (KRMPOD_IMAGE_PULL_SECRETS) in namespace " \
+           "default: cannot check: reading it needs secrets get, which krmpod's Role does " \
+           "not grant (a Role rule for secrets get with resourceNames [pull-creds] in " \
+           "default lets doctor check it)" in out, out
+    assert "[FAIL] image pull Secret" not in out, out
+
+
+def test_a_bad_image_pull_secrets_setting_is_named(kubesim):
+    r = doctor(base_env(kubesim, KRMPOD_IMAGE_PULL_SECRETS="Pull_Creds"))
+    assert r.returncode != 0
+    err = r.stderr.decode()
+    assert 'KRMPOD_IMAGE_PULL_SECRETS=Pull_Creds: "Pull_Creds" is not a Secret name' in err, err

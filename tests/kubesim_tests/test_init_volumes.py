@@ -1,6 +1,7 @@
 """Init containers, attach to an init container, emptyDir volumes shared between init and main
 containers (read-only mounts really read-only), other volume types, and PodTemplates; checked
 through kubectl where a user would look."""
+import base64
 import json
 import os
 import time
@@ -326,6 +327,36 @@ def test_networkpolicies(ks, kubectl, tmp_path):
     f.write_text(src.replace("policyTypes:", "policyType:", 1))
     r = kubectl("create", "-f", str(f))
     assert r.returncode == 1 and 'unknown field "spec.policyType"' in err(r), err(r)
+
+
+def test_secrets(ks, kubectl, tmp_path):
+    """What `krmpod doctor` reads of an image pull Secret: a dockerconfigjson Secret created
+    by kubectl (stringData, as an admin writes it), its type read back; the read-only token
+    may not read Secrets; a dockerconfigjson Secret without its key is refused as the API
+    server refuses it. (kubectl's `create secret` sends protobuf, which kubesim does not
+    decode.)"""
+    cfg = json.dumps({"auths": {"reg.example.com:5444": {"auth": "dTpw"}}})
+    f = tmp_path / "secret.yaml"
+    f.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: pull-creds}\n"
+                 "type: kubernetes.io/dockerconfigjson\nstringData:\n"
+                 "  .dockerconfigjson: '%s'\n" % cfg)
+    r = kubectl("create", "-f", str(f))
+    assert r.returncode == 0, err(r)
+    assert r.stdout.decode().strip() == "secret/pull-creds created"
+    r = kubectl("get", "secret", "pull-creds", "-o", "json", check=True)
+    obj = json.loads(r.stdout)
+    assert obj["type"] == "kubernetes.io/dockerconfigjson", obj
+    assert json.loads(base64.b64decode(obj["data"][".dockerconfigjson"])) == json.loads(cfg)
+    r = kubectl("get", "secret", "pull-creds", "--kubeconfig",
+                os.path.join(ks.state, "kubeconfig-readonly"))
+    assert r.returncode == 1 and 'secrets "pull-creds" is forbidden' in err(r), err(r)
+    code, obj = ks.api("POST", "/api/v1/namespaces/default/secrets", {
+        "metadata": {"name": "broken"}, "type": "kubernetes.io/dockerconfigjson",
+        "data": {}})
+    assert code == 422 and "data[.dockerconfigjson]: Required value" in obj["message"], obj
+    kubectl("delete", "secret", "pull-creds", check=True)
+    r = kubectl("get", "secret", "pull-creds")
+    assert r.returncode == 1 and 'secrets "pull-creds" not found' in err(r), err(r)
 
 
 def test_a_post_start_hook_runs_before_the_next_container_starts(ks, kubectl):

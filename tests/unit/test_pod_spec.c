@@ -297,6 +297,79 @@ TEST(template_metadata_must_be_mappings)
 	json_free(s.template_doc); /* unit_settings: the strings are literals */
 }
 
+/* The names of a pod's spec.imagePullSecrets, comma-separated ("" without any); a new
+ * string. Every entry must be {"name": …} alone. */
+static char *pull_secrets_of(const struct json *pod)
+{
+	const struct json *l = json_path(pod, "spec.imagePullSecrets");
+	struct buf b;
+	buf_init(&b, 0);
+	buf_puts(&b, "");
+	for (size_t i = 0; i < json_len(l); i++) {
+		const struct json *entry = json_at(l, i);
+		if (json_len(entry) != 1 || json_str(json_get(entry, "name")) == NULL)
+			buf_puts(&b, "(an entry that is not {name})");
+		buf_printf(&b, "%s%s", i ? "," : "", json_str(json_get(entry, "name")));
+	}
+	return buf_steal(&b, NULL);
+}
+
+/* KRMPOD_IMAGE_PULL_SECRETS goes to every function pod (attach and exec mode), after the
+ * PodTemplate's own imagePullSecrets, each name once. */
+TEST(image_pull_secrets_from_the_setting_and_the_template)
+{
+	struct fn_request req = {
+	        .image = "reg.example.com:5444/fns/x:v1", .run_as_user = 1, .run_as_group = 1};
+	struct settings s = unit_settings(299500);
+	struct json *p = build(&req, &s);
+	CHECK(json_path(p, "spec.imagePullSecrets") == NULL); /* none: no key at all */
+	json_free(p);
+
+	char *names[] = {"registry-creds", "team-creds"};
+	s.pull_secrets = names;
+	s.n_pull_secrets = 2;
+	p = build(&req, &s);
+	char *got = pull_secrets_of(p);
+	CHECK_STR(got, "registry-creds,team-creds");
+	free(got);
+	json_free(p);
+
+	/* merged with the template's: its own first, no name twice */
+	const char *t = "spec: {imagePullSecrets: [{name: team-creds}, {name: template-only}, "
+	                "{name: team-creds}]}\n";
+	struct json *doc = NULL;
+	CHECK_INT(json_parse(t, strlen(t), "t", &doc, NULL), 0);
+	CHECK_INT(pod_template_adopt(&s, doc, "template t", NULL), 0);
+	p = build(&req, &s);
+	got = pull_secrets_of(p);
+	CHECK_STR(got, "team-creds,template-only,registry-creds");
+	free(got);
+	json_free(p);
+	const char **listed = NULL;
+	CHECK_INT(pod_spec_pull_secrets(&s, &listed), 3);
+	CHECK(listed[3] == NULL);
+	free(listed);
+	/* exec mode: the same pod-level list (the helper container pulls with it too) */
+	char *argv[] = {"function", NULL};
+	req.exec_argv = argv;
+	s.helper_image = "example.com/krmpod:test";
+	p = build(&req, &s);
+	got = pull_secrets_of(p);
+	CHECK_STR(got, "team-creds,template-only,registry-creds");
+	free(got);
+	json_free(p);
+	json_free(s.template_doc); /* unit_settings: the strings are literals */
+
+	/* a template's list that is not a list of mappings is refused before any pod */
+	s = unit_settings(299500);
+	const char *bad = "spec: {imagePullSecrets: registry-creds}\n";
+	CHECK_INT(json_parse(bad, strlen(bad), "t", &doc, NULL), 0);
+	struct err *e = NULL;
+	CHECK_INT(pod_template_adopt(&s, doc, "template t", &e), -1);
+	CHECK_CONTAINS(e ? e->msg : NULL, "spec.imagePullSecrets is not a list");
+	err_free(e);
+}
+
 int main(void)
 {
 	RUN(locked_down);
@@ -307,5 +380,6 @@ int main(void)
 	RUN(generate_name);
 	RUN(template_metadata_must_be_mappings);
 	RUN(template_lists_must_be_lists_of_mappings);
+	RUN(image_pull_secrets_from_the_setting_and_the_template);
 	return check_summary();
 }

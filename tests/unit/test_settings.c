@@ -1,5 +1,6 @@
 /* Unit tests: settings from the environment. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "config/settings.h"
@@ -7,9 +8,11 @@
 extern char **environ;
 
 static const char *const vars[] = {
-        "KRMPOD_NAMESPACE", "KRMPOD_START_TIMEOUT",  "KRMPOD_TIMEOUT",      "KRMPOD_CPU_REQUEST",
-        "KRMPOD_CPU_LIMIT", "KRMPOD_MEMORY_REQUEST", "KRMPOD_MEMORY_LIMIT", "KRMPOD_EXTRA_LABELS",
-        "KRMPOD_OWNER_POD", "KRMPOD_OWNER_UID",      "KRMPOD_NETWORK_GATE", "KRMPOD_HELPER_IMAGE"};
+        "KRMPOD_NAMESPACE",         "KRMPOD_START_TIMEOUT", "KRMPOD_TIMEOUT",
+        "KRMPOD_CPU_REQUEST",       "KRMPOD_CPU_LIMIT",     "KRMPOD_MEMORY_REQUEST",
+        "KRMPOD_MEMORY_LIMIT",      "KRMPOD_EXTRA_LABELS",  "KRMPOD_OWNER_POD",
+        "KRMPOD_OWNER_UID",         "KRMPOD_NETWORK_GATE",  "KRMPOD_HELPER_IMAGE",
+        "KRMPOD_IMAGE_PULL_SECRETS"};
 
 static void clear_env(void)
 {
@@ -170,6 +173,40 @@ TEST(agent_net_gate)
 	err_free(e);
 }
 
+/* KRMPOD_IMAGE_PULL_SECRETS: Secret names (DNS subdomains), blanks around them dropped,
+ * each kept once; anything else names the variable and the bad name. */
+TEST(image_pull_secrets)
+{
+	struct settings s;
+	struct err *e = NULL;
+	clear_env();
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_INT(s.n_pull_secrets, 0);
+	CHECK(s.pull_secrets == NULL);
+	settings_clear(&s);
+	setenv("KRMPOD_IMAGE_PULL_SECRETS", "registry-creds, team.example.com ,registry-creds,", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_INT(s.n_pull_secrets, 2);
+	if (s.n_pull_secrets == 2) {
+		CHECK_STR(s.pull_secrets[0], "registry-creds");
+		CHECK_STR(s.pull_secrets[1], "team.example.com");
+	}
+	settings_clear(&s);
+	CHECK(s.pull_secrets == NULL && s.n_pull_secrets == 0);
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", "Registry-Creds",
+	             "\"Registry-Creds\" is not a Secret name (a DNS subdomain");
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", "ok,-bad", "\"-bad\" is not a Secret name");
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", "a b", "\"a b\" is not a Secret name");
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", "a/b", "\"a/b\" is not a Secret name");
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", "ok, ,x", "\"\" is not a Secret name");
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", ",,", "names no Secret");
+	char long_name[300];
+	memset(long_name, 'a', 254);
+	long_name[254] = '\0';
+	expect_error("KRMPOD_IMAGE_PULL_SECRETS", long_name, "at most 253");
+	clear_env();
+}
+
 TEST(quantities)
 {
 	struct err *e = NULL;
@@ -192,5 +229,6 @@ int main(void)
 	RUN(network_gate);
 	RUN(agent_net_gate);
 	RUN(quantities);
+	RUN(image_pull_secrets);
 	return check_summary();
 }

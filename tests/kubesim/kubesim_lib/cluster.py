@@ -288,7 +288,8 @@ class Cluster:
         self.pods = {}        # (ns, name) -> pod dict
         self.runtimes = {}    # (ns, name) -> PodRuntime
         self.templates = {}   # (ns, name) -> podtemplate dict
-        self.netpols = {}     # (ns, name) -> NetworkPolicy dict (stored only)
+        self.networkpolicies = {}  # (ns, name) -> NetworkPolicy dict (stored only)
+        self.secrets = {}     # (ns, name) -> Secret dict (stored only)
         self.kevents = {}     # (ns, name) -> core/v1 Event dict (the kubelet's Started)
         self.events = []      # (rv, type, ns, kind, obj)
         self.oldest_rv = RV_START + 1
@@ -684,7 +685,8 @@ class Cluster:
                 self._remove(*key)
             for (ns, name), t in list(self.templates.items()):
                 self.delete_template(ns, name)
-            self.netpols.clear()
+            self.networkpolicies.clear()
+            self.secrets.clear()
 
     def shutdown(self):
         self.reset()

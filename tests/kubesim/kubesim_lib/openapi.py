@@ -10,6 +10,7 @@ import json
 RESOURCES = [  # (path of the item, kind, namespaced)
     ("/api/v1/namespaces/{namespace}/pods/{name}", "Pod", True),
     ("/api/v1/namespaces/{namespace}/podtemplates/{name}", "PodTemplate", True),
+    ("/api/v1/namespaces/{namespace}/secrets/{name}", "Secret", True),
     ("/api/v1/namespaces/{name}", "Namespace", False),
 ]
 NETWORKING = [

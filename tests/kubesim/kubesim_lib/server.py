@@ -1,6 +1,6 @@
-"""The HTTPS API server: REST for pods and pod templates, watch, logs, attach/exec over
-WebSocket, discovery and OpenAPI v3 for kubectl, RBAC for the test tokens, access reviews, the
-/kubesim control API, and fault injection."""
+"""The HTTPS API server: REST for pods and pod templates (NetworkPolicies and Secrets stored
+only), watch, logs, attach/exec over WebSocket, discovery and OpenAPI v3 for kubectl, RBAC
+for the test tokens, access reviews, the /kubesim control API, and fault injection."""
 import copy
 import datetime
 import http.server
@@ -345,6 +345,36 @@ def event_table(items, rv):
     return _table(EVENT_COLUMNS, rows, rv)
 
 
+# Objects kubesim stores and serves without behaviour (Handler.stored): resource ->
+# (Kind, apiVersion, group, top-level fields, spec fields (None: not checked)).
+STORED = {
+    "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1", "networking.k8s.io",
+                        ("apiVersion", "kind", "metadata", "spec"),
+                        ("podSelector", "policyTypes", "ingress", "egress")),
+    "secrets": ("Secret", "v1", "", ("apiVersion", "kind", "metadata", "type", "data",
+                                     "stringData", "immutable"), None),
+}
+
+
+def secret_invalid(obj):
+    """Defaults a Secret as the API server does (type Opaque, stringData into data) and checks
+    what it checks of a kubernetes.io/dockerconfigjson: the reason it is invalid, or None."""
+    import base64
+    obj.setdefault("type", "Opaque")
+    data = obj.setdefault("data", {})
+    for k, v in (obj.pop("stringData", None) or {}).items():
+        data[k] = base64.b64encode(v.encode()).decode()
+    if obj["type"] != "kubernetes.io/dockerconfigjson":
+        return None
+    if ".dockerconfigjson" not in data:
+        return "data[.dockerconfigjson]: Required value"
+    try:
+        json.loads(base64.b64decode(data[".dockerconfigjson"]))
+    except ValueError as e:
+        return "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": %s" % e
+    return None
+
+
 KINDS = {  # resource -> (Kind, list kind, table fn)
     "pods": ("Pod", "PodList", pod_table),
     "podtemplates": ("PodTemplate", "PodTemplateList", template_table),
@@ -369,6 +399,8 @@ API_RESOURCES = {
          "kind": "Namespace", "verbs": ["get", "list"], "shortNames": ["ns"]},
         {"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
          "verbs": ["list", "watch"], "shortNames": ["ev"]},
+        {"name": "secrets", "singularName": "secret", "namespaced": True, "kind": "Secret",
+         "verbs": ["create", "delete", "get", "list"]},
     ]}
 GROUPS = {
     "networking.k8s.io": [{"name": "networkpolicies", "singularName": "networkpolicy",
@@ -614,10 +646,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_status(code, reason, "injected fault: %d %s" % (code, reason),
                                     headers=hdrs)
         self.role, self.user = ident
-        m = re.match(r"^/apis/networking\.k8s\.io/v1/namespaces/([^/]+)/networkpolicies"
-                     r"(?:/([^/]+))?$", path)
-        if m:
-            return self.networkpolicies(method, m.group(1), m.group(2), body)
+        m = re.match(r"^/(?:apis/networking\.k8s\.io|api)/v1/namespaces/([^/]+)/"
+                     r"(networkpolicies|secrets)(?:/([^/]+))?$", path)
+        if m and (m.group(2) == "secrets") == path.startswith("/api/"):
+            return self.stored(method, m.group(2), m.group(1), m.group(3), body)
         if self.nonresource(method, path, body):
             return
         m = re.match(r"^/api/v1/(?:namespaces/([^/]+)/)?events$", path)
@@ -686,57 +718,61 @@ class Handler(http.server.BaseHTTPRequestHandler):
         items, rv = self.server.cluster.list_kevents(ns, self.matcher())
         return self.send_list("events", items, rv)
 
-    def networkpolicies(self, method, ns, name, body):
-        """networking.k8s.io/v1 NetworkPolicies: stored only (kubesim has no network), so that
-        `krmpod doctor` and kubectl can read what an admin created."""
+    def stored(self, method, resource, ns, name, body):
+        """Objects kubesim only stores (STORED): NetworkPolicies (kubesim has no network) and
+        Secrets (no pod uses them), so that `krmpod doctor` and kubectl can read what an
+        admin created: create, get, list, delete."""
+        kind, api_version, group, fields, spec_fields = STORED[resource]
+        qualified = resource + ("." + group if group else "")
         verb = self.verb(method, name, "")
-        if not allowed(self.role, verb, "networkpolicies"):
-            return self.forbid(self.user, verb, "networkpolicies", "", ns, name,
-                               "networking.k8s.io")
-        store = self.server.cluster.netpols
+        if not allowed(self.role, verb, resource):
+            return self.forbid(self.user, verb, resource, "", ns, name, group)
+        store = getattr(self.server.cluster, resource)
+        details = dict({"group": group} if group else {}, kind=resource)
         if method == "GET" and name is None:
             items = [copy.deepcopy(o) for (n, _), o in sorted(store.items()) if n == ns]
-            return self.send_json(200, {"kind": "NetworkPolicyList",
-                                        "apiVersion": "networking.k8s.io/v1",
+            return self.send_json(200, {"kind": kind + "List", "apiVersion": api_version,
                                         "metadata": {"resourceVersion": "1"}, "items": items})
         if method == "GET":
             obj = store.get((ns, name))
             if obj is None:
-                return self.send_status(404, "NotFound", "networkpolicies.networking.k8s.io "
-                                        "\"%s\" not found" % name,
-                                        {"name": name, "group": "networking.k8s.io",
-                                         "kind": "networkpolicies"})
+                return self.send_status(404, "NotFound", "%s \"%s\" not found"
+                                        % (qualified, name), dict(details, name=name))
             return self.send_json(200, obj)
         if method == "POST" and name is None:
-            obj = self.parse_body(body, "NetworkPolicy")
+            obj = self.parse_body(body, kind)
             if obj is None:
                 return
-            bad = sorted(k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")) + \
+            bad = sorted(k for k in obj if k not in fields) + \
                 sorted("spec." + k for k in (obj.get("spec") or {})
-                       if k not in ("podSelector", "policyTypes", "ingress", "egress"))
+                       if spec_fields is not None and k not in spec_fields)
             if bad and (self.qget("fieldValidation") or "Strict") == "Strict":
-                return self.send_status(400, "BadRequest", "NetworkPolicy in version \"v1\" "
-                                        "cannot be handled as a NetworkPolicy: strict decoding "
-                                        "error: %s" % ", ".join('unknown field "%s"' % b
-                                                                for b in bad))
+                return self.send_status(400, "BadRequest", "%s in version \"v1\" cannot be "
+                                        "handled as a %s: strict decoding error: %s"
+                                        % (kind, kind, ", ".join('unknown field "%s"' % b
+                                                                 for b in bad)))
             md = obj.setdefault("metadata", {})
             key = (ns, md.get("name"))
             if not md.get("name"):
-                return self.send_status(422, "Invalid", "NetworkPolicy.networking.k8s.io "
-                                        "\"\" is invalid: metadata.name: Required value")
+                return self.send_status(422, "Invalid", "%s%s \"\" is invalid: metadata.name: "
+                                        "Required value" % (kind, "." + group if group else ""))
+            invalid = secret_invalid(obj) if resource == "secrets" else None
+            if invalid:
+                return self.send_status(422, "Invalid", "Secret \"%s\" is invalid: %s"
+                                        % (md["name"], invalid))
             if key in store:
-                return self.send_status(409, "AlreadyExists", "networkpolicies.networking.k8s.io "
-                                        "\"%s\" already exists" % md["name"])
+                return self.send_status(409, "AlreadyExists", "%s \"%s\" already exists"
+                                        % (qualified, md["name"]))
             md["namespace"] = ns
             md.setdefault("uid", str(uuid.uuid4()))
-            obj["kind"], obj["apiVersion"] = "NetworkPolicy", "networking.k8s.io/v1"
+            obj["kind"], obj["apiVersion"] = kind, api_version
             store[key] = obj
             return self.send_json(201, obj)
         if method == "DELETE" and name is not None:
             obj = store.pop((ns, name), None)
             if obj is None:
-                return self.send_status(404, "NotFound", "networkpolicies.networking.k8s.io "
-                                        "\"%s\" not found" % name)
+                return self.send_status(404, "NotFound", "%s \"%s\" not found"
+                                        % (qualified, name))
             return self.send_json(200, obj)
         return self.send_status(405, "MethodNotAllowed", "the server does not allow this "
                                 "method on the requested resource")
