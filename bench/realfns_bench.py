@@ -5,9 +5,12 @@ tier installs it (tests/realkube/conftest.install_all, upstream Argo CD included
 
 Medians of n renders (`krmpod generate` in the sidecar through cmp-hook-run, less an empty
 `kubectl exec`), for two apps of tests/realkube/test_realfns.py (the three-function pipeline
-and the generator app), in each mode: attach (with the shipped network gate, and without),
-exec, and the warm pool (its first render cold, then warm); beside kustomize running the same
-binaries on this machine (tests/fixtures/direct-docker), no pod. Then each image's size and
+and the generator app), in each mode: attach (krmpod's default before issue 22, with the
+shipped network gate, and without), exec, the default `auto` (cold: a fresh cache each render,
+so each reads the image configs; warm: the same cache), `auto` where no registry is
+reachable (it falls back to attach: cold, and warm with the fallback remembered), and the
+warm pool (its first render cold, then warm); beside kustomize running the same binaries on
+this machine (tests/fixtures/direct-docker), no pod. Then each image's size and
 the time `realkube image` takes to import it and push it to the cluster's registry, what a
 first pull would cost here (no registry outside is reachable)."""
 import argparse
@@ -49,6 +52,7 @@ def timed_generate(sidecar, app, env):
     dt = time.monotonic() - t0
     if r.returncode != 0:
         raise RuntimeError("generate failed: %s" % r.stderr.decode(errors="replace"))
+    timed_generate.stderr = r.stderr.decode(errors="replace")
     return dt, r.stdout
 
 
@@ -79,13 +83,32 @@ def run(krmpod, n):
                 direct.append(time.monotonic() - t0)
                 assert r.returncode == 0, r.stderr.decode()
             row = {"direct_s": median(direct)}
-            modes = {"attach": {}, "attach_no_gate": {"KRMPOD_NETWORK_GATE": "0"},
-                     "exec": exec_env}
-            for mode, menv in modes.items():
+            # auto: the registry reachable (the cluster's CA and mirrors), or not (none)
+            auto = {k: v for k, v in exec_env.items() if k != "KRMPOD_MODE"}
+            modes = {"attach": ({"KRMPOD_MODE": "attach"}, None),
+                     "attach_no_gate": ({"KRMPOD_MODE": "attach", "KRMPOD_NETWORK_GATE": "0"},
+                                        None),
+                     "exec": (exec_env, None),
+                     "auto_cold": (auto, "fresh"), "auto_warm": (auto, "kept"),
+                     "auto_unreachable_cold": ({}, "fresh"),
+                     "auto_unreachable_warm": ({}, "kept")}
+            for mode, (menv, cache) in modes.items():
+                menv = dict(menv, KRMPOD_PRESTART="true")
+                if cache == "kept":  # one render first, to warm it
+                    menv["KRMPOD_CACHE_DIR"] = "/tmp/krmpod-bench-%s-%s" % (name, mode)
+                    timed_generate(sidecar, app, menv)
                 times = []
-                for _ in range(n):
-                    dt, out = timed_generate(sidecar, app, dict(menv, KRMPOD_PRESTART="true"))
+                for i in range(n):
+                    if cache == "fresh":
+                        menv["KRMPOD_CACHE_DIR"] = "/tmp/krmpod-bench-%s-%s-%d-%d" % (
+                            name, mode, i, os.getpid())
+                    dt, out = timed_generate(sidecar, app, menv)
                     assert out == r.stdout, "%s: output differs from the direct run" % mode
+                    err = timed_generate.stderr
+                    if mode.startswith("auto_unreachable") and cache == "fresh":
+                        assert "runs in attach mode: its image config cannot be read" in err, err
+                    elif mode.startswith("auto_") and "unreachable" not in mode:
+                        assert "runs in attach mode" not in err, err
                     times.append(dt - e)
                 row[mode + "_s"] = median(times)
             pool = dict(exec_env, KRMPOD_WARM_POOL="true", ARGOCD_APP_NAME="bench-%s" % name,

@@ -607,9 +607,10 @@ static int load_pool(char *const *e, struct settings *s, struct err **err)
 		               "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec or auto, not attach "
 		               "(pool pods hold, and each call runs through pods/exec)");
 	if (s->warm_pool && s->helper_image == NULL)
-		return err_set(err, ERR_CONFIG,
-		               "KRMPOD_WARM_POOL=true needs KRMPOD_HELPER_IMAGE (krmpod's own image: "
-		               "its init container puts krmpod into the pool's pods)");
+		return err_set(
+		        err, ERR_CONFIG,
+		        "KRMPOD_WARM_POOL=true needs KRMPOD_HELPER_IMAGE (krmpod's own image: "
+		        "its init container puts krmpod into the pool's pods)");
 	return 0;
 }
 

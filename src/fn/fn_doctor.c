@@ -25,15 +25,18 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
+#include "catalog/policy.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
+#include "fn/fn_trust.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kube_version.h"
 #include "kube/kubeconfig.h"
 #include "pod/netpol.h"
 #include "pod/pod_spec.h"
+#include "sign/sig_policy.h"
 
 struct report {
 	FILE *out;
@@ -234,6 +237,52 @@ static void check_catalogs(struct report *r, const struct settings *s, atomic_in
 	catalog_store_free(st);
 }
 
+/* The signature policy (docs/signatures.md): whether it can be read, what it requires, and
+ * for every admin-catalog function a requirement covers, whether a valid signature is
+ * found now. */
+static void check_signatures(struct report *r, const struct settings *s, atomic_int *cancel)
+{
+	if (s->signature_policy == NULL) {
+		line(r, "ok",
+		     "signature policy: none (KRMPOD_SIGNATURE_POLICY): no function needs a "
+		     "signature");
+		return;
+	}
+	struct sig_policy sp;
+	cleanup_err struct err *e = NULL;
+	if (sig_policy_load(s->signature_policy, "KRMPOD_SIGNATURE_POLICY", &sp, &e) < 0) {
+		line(r, "FAIL", "%s (every render fails until it can be read)", e->msg);
+		return;
+	}
+	if (sp.n_rules == 0)
+		line(r, "ok", "signature policy %s: requires no signature", s->signature_policy);
+	for (size_t i = 0; i < sp.n_rules; i++) {
+		cleanup_buf struct buf keys;
+		buf_init(&keys, 0);
+		for (size_t k = 0; k < sp.rules[i].n_keys; k++)
+			buf_printf(&keys, "%s%s", k ? " or " : "",
+			           sp.keys[sp.rules[i].keys[k]].name);
+		line(r, "ok", "signature policy %s: %s needs a signature by %s",
+		     s->signature_policy, sp.rules[i].name, keys.data);
+	}
+	struct policy p = {0};
+	if (sp.n_rules && catalog_store_policy(s, cancel, true, &p, &e) < 0)
+		line(r, "FAIL", "signatures of the admin's catalogs: not checked: %s", e->msg);
+	for (size_t i = 0; i < p.n_images; i++) {
+		struct fn_trust_view v;
+		fn_trust_view(s, &sp, p.images[i].image, p.images[i].catalog, &v);
+		if (v.required && v.valid)
+			line(r, "ok", "signature of %s (%s): by %s, valid: %s", p.images[i].image,
+			     p.images[i].origin, v.keys, v.detail);
+		else if (v.required)
+			line(r, "FAIL", "%s (%s) needs a signature by %s and will be refused: %s",
+			     p.images[i].image, p.images[i].origin, v.keys, v.detail);
+		fn_trust_view_clear(&v);
+	}
+	policy_clear(&p);
+	sig_policy_clear(&sp);
+}
+
 /* What a memfd holds (at most LIMIT_DOCTOR_PROBE_OUTPUT bytes), NUL-terminated. */
 static char *memfd_text(int fd)
 {
@@ -384,6 +433,17 @@ static void check_cluster(struct report *r, struct kube_config *cfg, struct kube
 		line(r, "WARN",
 		     "KRMPOD_HELPER_IMAGE is not set: functions with mounts will be "
 		     "refused (set it to the sidecar's own image)");
+	if (s->mode == FN_MODE_ATTACH)
+		line(r, "ok", "mode: attach (KRMPOD_MODE): every function in attach mode");
+	else if (s->helper_image == NULL)
+		line(r, "WARN",
+		     "mode: auto without KRMPOD_HELPER_IMAGE: every function runs in attach mode "
+		     "(set KRMPOD_HELPER_IMAGE for exec mode, docs/internals/exec-mode.md)");
+	else
+		line(r, "ok",
+		     "mode: %s (KRMPOD_MODE): exec mode for every function whose image config "
+		     "krmpod can read from its registry, attach mode for the rest",
+		     s->mode == FN_MODE_AUTO ? "auto" : "exec");
 	check_permissions(r, c, ns, s);
 	check_pull_secrets(r, c, ns, s);
 	check_network_policies(r, c, ns, s);
@@ -416,6 +476,7 @@ int fn_doctor(char *const *envp, FILE *out, bool probe, atomic_int *cancel, unsi
 		return -1;
 	line(&r, "ok", "settings (KRMPOD_*)");
 	check_catalogs(&r, &s, cancel);
+	check_signatures(&r, &s, cancel);
 	line(&r, "ok", "credentials: %s; server %s; functions namespace %s", cfg->source,
 	     cfg->server, s.namespace);
 	struct kube_client *c = NULL;

@@ -46,7 +46,8 @@ static char *marker_path(const struct settings *s, const char *kind, const char 
 	buf_printf(&key, "%s\n%s\n%s\n", image, s->registry_auth ? s->registry_auth : "",
 	           s->registry_ca ? s->registry_ca : "");
 	for (size_t i = 0; i < s->n_registry_mirrors; i++)
-		buf_printf(&key, "%s=%s,", s->registry_mirrors[i].key, s->registry_mirrors[i].value);
+		buf_printf(&key, "%s=%s,", s->registry_mirrors[i].key,
+		           s->registry_mirrors[i].value);
 	char hex[SHA256_HEX_LEN + 1];
 	sha256_hex(key.data, key.len, hex);
 	return xasprintf("%s/%s/%s", s->cache_dir, kind, hex);
@@ -76,7 +77,8 @@ static bool recent_fallback(const struct settings *s, const char *image)
 	struct stat st;
 	if (stat(marker, &st) < 0)
 		return false;
-	int64_t age = epoch_ms() - ((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+	int64_t age =
+	        epoch_ms() - ((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
 	return age >= 0 && age < FN_IMAGE_TAG_TTL_MS;
 }
 
@@ -92,7 +94,8 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 		return 0;
 	if (s->helper_image == NULL) { /* auto: exec mode needs krmpod in the pod */
 		if (first_time(s, "attach-fallback", req->image))
-			log_info("%s runs in attach mode: KRMPOD_MODE=auto runs functions in exec mode "
+			log_info("%s runs in attach mode: KRMPOD_MODE=auto runs functions in exec "
+			         "mode "
 			         "only with KRMPOD_HELPER_IMAGE set",
 			         req->image);
 		return 0;

@@ -12,7 +12,6 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/policy.h"
-#include "fn/fn_config.h"
 #include "fn/fn_image.h"
 #include "registry/registry.h"
 #include "sign/sig_policy.h"
@@ -99,7 +98,7 @@ void fn_trust_view(const struct settings *s, const struct sig_policy *sp, const 
 			           sp->keys[rules[i]->keys[k]].name);
 	out->keys = buf_steal(&keys, NULL);
 	struct registry_opts o;
-	registry_opts_init(&o, s, &signals_cancel, now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS);
+	registry_opts_init(&o, s, &signals_cancel, now_ms() + FN_TRUST_VIEW_TIMEOUT_MS);
 	o.tag_ttl_ms = FN_IMAGE_TAG_TTL_MS;
 	struct sig_verdict v;
 	cleanup_err struct err *e = NULL;

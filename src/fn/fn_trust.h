@@ -25,7 +25,8 @@ int fn_trust_check(const struct settings *s, struct fn_request *req, atomic_int 
 /* What `krmpod catalog view` and `krmpod doctor` say of image under the loaded policy sp
  * (catalog: the name of the admin catalog that lists it, or NULL): whether a requirement
  * covers it, with which keys, and whether a valid signature is found now (registry reads
- * bounded by FN_IMAGE_FETCH_TIMEOUT_MS). Never fails: a failure is the detail. */
+ * bounded by FN_TRUST_VIEW_TIMEOUT_MS). Never fails: a failure is the detail. */
+#define FN_TRUST_VIEW_TIMEOUT_MS 10000
 struct fn_trust_view {
 	bool required;
 	char *keys;   /* "platform-team or vendor" (per requirement, "; " between); NULL */

@@ -208,13 +208,14 @@ static int parse(const struct json *doc, const char *what, struct sig_policy *p,
 	/* Both lists are required, and both may be empty: the manifests ship a policy that
 	 * requires nothing, so that the admin's edit is the only step to requiring signatures. */
 	if (json_type(keys) != JSON_ARRAY)
-		return err_set(err, ERR_CONFIG, "%s: keys: must be a list of public keys ([] for none)",
-		               what);
-	if (json_type(rules) != JSON_ARRAY)
 		return err_set(err, ERR_CONFIG,
-		               "%s: requirements: must be a list (of images or catalogs, and the keys "
-		               "that must have signed them; [] for none)",
-		               what);
+		               "%s: keys: must be a list of public keys ([] for none)", what);
+	if (json_type(rules) != JSON_ARRAY)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%s: requirements: must be a list (of images or catalogs, and the keys "
+		        "that must have signed them; [] for none)",
+		        what);
 	for (size_t i = 0; i < json_len(keys); i++)
 		if (read_key(json_at(keys, i), i, what, p, err) < 0)
 			return -1;

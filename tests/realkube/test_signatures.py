@@ -217,7 +217,9 @@ def run(signing, install, tmp_path, image, policy=None, mirrors=None, cache=None
 
 
 def pod_images(pods):
-    return [c["image"] for rec in pods.values() for c in rec["created"]["spec"]["containers"]]
+    """The function containers' images (not exec mode's krmpod container)."""
+    return [c["image"] for rec in pods.values() for c in rec["created"]["spec"]["containers"]
+            if c["name"] != "krmpod"]
 
 
 def assert_refused(r, pods, *words):
@@ -410,3 +412,85 @@ def test_a_policy_asking_for_a_transparency_log_is_refused(signing, install, tmp
     r, pods = run(signing, install, tmp_path, image,
                   policy=signing.policy(extra="transparencyLog: {url: https://rekor.sigstore.dev}\n"))
     assert_refused(r, pods, "transparencyLog", "offline")
+
+
+CATALOG = """apiVersion: config.kubernetes.io/v1alpha1
+kind: Catalog
+metadata: {name: signed-fns}
+spec:
+  krmFunctions:
+  - group: example.com
+    names: {kind: SignedNamespace}
+    versions:
+    - name: v1
+      runtime: {container: {image: %s}}
+  - group: example.com
+    names: {kind: UnsignedNamespace}
+    versions:
+    - name: v1
+      runtime: {container: {image: %s}}
+"""
+
+
+def kind_app(tmp_path, kind):
+    """An app whose one function is named by kind only: a catalog resolves its image."""
+    app = tmp_path / ("kind-%s" % secrets.token_hex(3))
+    app.mkdir()
+    (app / "kustomization.yaml").write_text("resources: [cm.yaml]\ntransformers: [ns.yaml]\n")
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n")
+    (app / "ns.yaml").write_text("apiVersion: example.com/v1\nkind: %s\nmetadata:\n  name: ns\n"
+                                 "data:\n  namespace: signed\n" % kind)
+    return app
+
+
+def test_a_requirement_naming_the_admin_catalog(signing, install, tmp_path):
+    """A requirement that names the admin's catalog covers exactly its images: a function
+    named by kind runs when its catalog image is signed, is refused when not; `krmpod catalog
+    validate` and `krmpod doctor` say which is which before any render."""
+    signed, repo, digest = signing.new_image()
+    signing.sign(3, repo, digest)
+    # another function, another digest: a signature vouches for content, so a copy of the
+    # signed image elsewhere would count as signed once its digest is verified
+    unsigned, _, udigest = signing.new_image(source=realfns.image_name("starlark"))
+    assert udigest != digest
+    pin = lambda image, d: image.rsplit(":", 1)[0] + "@" + d
+    catalog = "/tmp/krmpod-signed-catalog.yaml"
+    install.sidecar.add_file(catalog, (CATALOG % (pin(signed, digest), pin(unsigned, udigest)))
+                             .encode())
+    # the policy covers the catalog only: no image pattern
+    policy = signing.policy().replace('  - images: ["%s/*"]\n' % SIGNED,
+                                      "  - catalogs: [signed-fns]\n")
+    assert "catalogs: [signed-fns]" in policy, policy
+    install.sidecar.add_file(POLICY, policy.encode())
+    base = real_exec_env(signing.env, install.sidecar)
+    env = dict(KRMPOD_SIGNATURE_POLICY=POLICY, KRMPOD_DEFAULT_CATALOGS=catalog,
+               KRMPOD_REGISTRY_CA=base["KRMPOD_REGISTRY_CA"],
+               KRMPOD_REGISTRY_MIRRORS=base["KRMPOD_REGISTRY_MIRRORS"],
+               KRMPOD_CACHE_DIR="/tmp/krmpod-sig-cat-%s" % secrets.token_hex(4))
+    script = " ".join("%s=%s" % kv for kv in sorted(env.items()))
+    r = install.sidecar.sh(script + " krmpod catalog validate %s" % catalog)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    lines = out.splitlines()
+    i = next(n for n, l in enumerate(lines) if "SignedNamespace" in l)
+    assert "signature by platform required: valid, %s" % digest in lines[i + 1], out
+    i = next(n for n, l in enumerate(lines) if "UnsignedNamespace" in l)
+    assert "signature by platform required: NOT VALID" in lines[i + 1] and \
+        "no signature found" in lines[i + 1], out
+    r = install.sidecar.sh(script + " krmpod doctor")
+    out = r.stdout.decode()
+    assert "needs a signature by platform" in out, out
+    assert [l for l in out.splitlines() if l.startswith("[ok  ] signature of %s" % pin(signed, digest))], out
+    assert [l for l in out.splitlines() if l.startswith("[FAIL] %s" % pin(unsigned, udigest))
+            and "will be refused" in l], out
+    # renders: the signed kind runs by digest, the unsigned one is refused, no pod
+    del env["KRMPOD_CACHE_DIR"]
+    base.pop("KRMPOD_MODE")
+    r, pods = render(install, kind_app(tmp_path, "SignedNamespace"), **dict(base, **env))
+    assert_ok(r)
+    assert pod_images(pods) == [pin(signed, digest)], pod_images(pods)
+    # the default mode (auto) read the image config, by the verified digest: exec mode
+    assert [c["name"] for rec in pods.values()
+            for c in rec["created"]["spec"]["containers"]] == ["krmpod", "fn"], pods
+    r, pods = render(install, kind_app(tmp_path, "UnsignedNamespace"), **dict(base, **env))
+    assert_refused(r, pods, pin(unsigned, udigest), "catalogs signed-fns", "no signature found")
