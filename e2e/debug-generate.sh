@@ -186,6 +186,16 @@ if [ -n "$helper" ]; then
 	sidecar_env=$(printf '%s\n' "$sidecar_env" | sed "s|^KRMPOD_HELPER_IMAGE=.*|KRMPOD_HELPER_IMAGE=$helper|")
 fi
 
+# The signature policy the sidecar reads (the krmpod-signature-policy ConfigMap mounted at
+# KRMPOD_SIGNATURE_POLICY's path), copied from the cluster; without the ConfigMap the path
+# stays, and generate fails naming it, as in the sidecar (docs/signatures.md).
+policy_path=$(printf '%s\n' "$sidecar_env" | sed -n 's/^KRMPOD_SIGNATURE_POLICY=//p')
+if [ -n "$policy_path" ] &&
+	kc -n "$ARGOCD_NAMESPACE" get configmap krmpod-signature-policy -o 'jsonpath={.data.policy\.yaml}' >"$tmp/signature-policy.yaml" 2>/dev/null &&
+	[ -s "$tmp/signature-policy.yaml" ]; then
+	sidecar_env=$(printf '%s\n' "$sidecar_env" | sed "s|^KRMPOD_SIGNATURE_POLICY=.*|KRMPOD_SIGNATURE_POLICY=$tmp/signature-policy.yaml|")
+fi
+
 # The shim directory: `docker` -> krmpod, as the image's KRMPOD_SHIM_DIR.
 mkdir -p "$tmp/shim"
 ln -s "$krmpod" "$tmp/shim/docker"

@@ -153,12 +153,45 @@ class PodRecorder:
                 self.events.append((time.monotonic(), ev["type"], obj))
 
     def relist(self):
+        """After a 410 the watch starts again from a list, and what happened in between is
+        only in the list: pods not seen get ADDED, pods seen and changed MODIFIED, pods seen
+        and gone DELETED (their last known object), so no record ends half-way."""
         lst = self.api.get("/api/v1/namespaces/%s/pods" % self.ns)
+        now = time.monotonic()
         with self.lock:
+            last = self.last_objects()
+            listed = set()
             for p in lst["items"]:
-                if p["metadata"]["uid"] not in self.seen_uids():
-                    self.events.append((time.monotonic(), "ADDED", p))
+                uid = p["metadata"]["uid"]
+                listed.add(uid)
+                if uid not in last:
+                    self.events.append((now, "ADDED", p))
+                elif last[uid][1]["metadata"]["resourceVersion"] != p["metadata"]["resourceVersion"]:
+                    self.events.append((now, "MODIFIED", p))
+            for uid, (typ, obj) in last.items():
+                if typ != "DELETED" and uid not in listed:
+                    self.events.append((now, "DELETED", obj))
         self.rv = lst["metadata"]["resourceVersion"]
+
+    def last_objects(self):
+        """{uid: (type, object)} of every pod's last event (the lock held)."""
+        return {o["metadata"]["uid"]: (t, o) for _, t, o in self.events}
+
+    def caught_up(self):
+        """Whether the events hold the state a list shows now: every pod seen is deleted or
+        has its listed resourceVersion, and every listed pod was seen."""
+        lst = self.api.get("/api/v1/namespaces/%s/pods" % self.ns)
+        listed = {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in lst["items"]}
+        with self.lock:
+            last = self.last_objects()
+        for uid, rv in listed.items():
+            if uid not in last:
+                if uid in self.known:  # there before the recorder, unchanged since
+                    continue
+                return False
+            if int(last[uid][1]["metadata"]["resourceVersion"]) < int(rv):
+                return False
+        return all(t == "DELETED" or uid in listed for uid, (t, _) in last.items())
 
     def seen_uids(self):
         return {o["metadata"]["uid"] for _, _, o in self.events}
@@ -175,13 +208,15 @@ class PodRecorder:
         with self.lock:
             return len(self.events)
 
-    def settle(self, quiet=0.3, timeout=5):
-        """Waits until no event arrived for `quiet` seconds (the watch lags a little)."""
+    def settle(self, quiet=0.3, timeout=10):
+        """Waits until no event arrived for `quiet` seconds and the events have caught up
+        with a list of the pods made now (the watch lags, more under load: a quiet moment
+        alone once left a render's pods recorded as still Running)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
                 last = self.events[-1][0] if self.events else 0
-            if time.monotonic() - last >= quiet:
+            if time.monotonic() - last >= quiet and self.caught_up():
                 return
             time.sleep(0.05)
 
