@@ -54,7 +54,8 @@ def test_three_modes_give_the_same_bytes(install, exec_mode, pool, tmp_path):
         app = fn_app(tmp_path, fixture, name="app-" + fixture,
                      data={"key": "team", "value": "x", "name": "gen", "namespace": "ns1"})
         cold = None
-        for mode, env in (("attach", {}), ("exec", exec_mode), ("cold pool", pool),
+        for mode, env in (("attach", {"KRMPOD_MODE": "attach"}), ("exec", exec_mode),
+                          ("cold pool", pool),
                           ("warm pool", pool)):
             if "pool" in mode:  # what the pool did, for a failure's message
                 env = dict(env, KRMPOD_LOG_LEVEL="debug")

@@ -227,7 +227,7 @@ POOL_IMAGES = "%s/*,%s/*" % (realfns.CATALOG, realfns.ORG)
 
 def mode_env(mode, real_exec_mode):
     if mode == "attach":
-        return {}
+        return {"KRMPOD_MODE": "attach"}
     env = dict(real_exec_mode)
     if mode == "pool":
         env.update(KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES=POOL_IMAGES)

@@ -8,11 +8,12 @@
 extern char **environ;
 
 static const char *const vars[] = {
-        "KRMPOD_NAMESPACE",         "KRMPOD_START_TIMEOUT", "KRMPOD_TIMEOUT",
-        "KRMPOD_CPU_REQUEST",       "KRMPOD_CPU_LIMIT",     "KRMPOD_MEMORY_REQUEST",
-        "KRMPOD_MEMORY_LIMIT",      "KRMPOD_EXTRA_LABELS",  "KRMPOD_OWNER_POD",
-        "KRMPOD_OWNER_UID",         "KRMPOD_NETWORK_GATE",  "KRMPOD_HELPER_IMAGE",
-        "KRMPOD_IMAGE_PULL_SECRETS"};
+        "KRMPOD_NAMESPACE",          "KRMPOD_START_TIMEOUT", "KRMPOD_TIMEOUT",
+        "KRMPOD_CPU_REQUEST",        "KRMPOD_CPU_LIMIT",     "KRMPOD_MEMORY_REQUEST",
+        "KRMPOD_MEMORY_LIMIT",       "KRMPOD_EXTRA_LABELS",  "KRMPOD_OWNER_POD",
+        "KRMPOD_OWNER_UID",          "KRMPOD_NETWORK_GATE",  "KRMPOD_HELPER_IMAGE",
+        "KRMPOD_IMAGE_PULL_SECRETS", "KRMPOD_MODE",          "KRMPOD_WARM_POOL",
+        "KRMPOD_SIGNATURE_POLICY"};
 
 static void clear_env(void)
 {
@@ -154,6 +155,55 @@ TEST(network_gate)
 	clear_env();
 }
 
+TEST(mode_defaults_to_auto)
+{
+	struct settings s;
+	struct err *e = NULL;
+	clear_env();
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_INT(s.mode, FN_MODE_AUTO);
+	CHECK(s.signature_policy == NULL);
+	settings_clear(&s);
+	/* auto needs no helper image (it then runs every function in attach mode); exec does */
+	static const struct {
+		const char *value;
+		int mode;
+	} ok[] = {{"auto", FN_MODE_AUTO}, {"attach", FN_MODE_ATTACH}};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		setenv("KRMPOD_MODE", ok[i].value, 1);
+		CHECK_INT(settings_load_env(&s, environ, &e), 0);
+		CHECK_INT(s.mode, ok[i].mode);
+		settings_clear(&s);
+	}
+	expect_error("KRMPOD_MODE", "exec", "needs KRMPOD_HELPER_IMAGE");
+	expect_error("KRMPOD_MODE", "fast", "use auto, attach or exec");
+	/* the warm pool: auto or exec, and a helper image */
+	clear_env();
+	setenv("KRMPOD_WARM_POOL", "true", 1);
+	setenv("KRMPOD_MODE", "attach", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), -1);
+	if (e)
+		CHECK_CONTAINS(e->msg, "needs KRMPOD_MODE=exec or auto, not attach");
+	err_free(e);
+	e = NULL;
+	clear_env();
+	setenv("KRMPOD_WARM_POOL", "true", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), -1);
+	if (e)
+		CHECK_CONTAINS(e->msg, "KRMPOD_WARM_POOL=true needs KRMPOD_HELPER_IMAGE");
+	err_free(e);
+	e = NULL;
+	setenv("KRMPOD_HELPER_IMAGE", "example.com/krmpod:1", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_INT(s.mode, FN_MODE_AUTO);
+	settings_clear(&s);
+	setenv("KRMPOD_SIGNATURE_POLICY", "/etc/krmpod/signatures/policy.yaml", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_STR(s.signature_policy, "/etc/krmpod/signatures/policy.yaml");
+	settings_clear(&s);
+	clear_env();
+}
+
 /* Inside an exec-mode function container: the gate's milliseconds pod_spec.c gave it. */
 TEST(agent_net_gate)
 {
@@ -227,6 +277,7 @@ int main(void)
 	RUN(bad_values_name_the_variable);
 	RUN(start_timeout_longer_than_timeout);
 	RUN(network_gate);
+	RUN(mode_defaults_to_auto);
 	RUN(agent_net_gate);
 	RUN(quantities);
 	RUN(image_pull_secrets);
