@@ -8,8 +8,10 @@ Medians of n renders (`krmpod generate` in the sidecar through cmp-hook-run, les
 and the generator app), in each mode: attach (krmpod's default before issue 22, with the
 shipped network gate, and without), exec, the default `auto` (cold: a fresh cache each render,
 so each reads the image configs; warm: the same cache), `auto` where no registry is
-reachable (it falls back to attach: cold, and warm with the fallback remembered), and the
-warm pool (its first render cold, then warm); beside kustomize running the same binaries on
+reachable (it falls back to attach: cold, and warm with the fallback remembered), `auto`
+under a signature policy covering every function (the real images signed by cosign v3:
+cold, each render verifying the three signatures, and warm, from the cache), and the warm
+pool (its first render cold, then warm); beside kustomize running the same binaries on
 this machine (tests/fixtures/direct-docker), no pod. Then each image's size and
 the time `realkube image` takes to import it and push it to the cluster's registry, what a
 first pull would cost here (no registry outside is reachable)."""
@@ -56,6 +58,24 @@ def timed_generate(sidecar, app, env):
     return dt, r.stdout
 
 
+def sign_all(env, sidecar, real, tmp):
+    """Signs every real function image in the cluster's registry with cosign v3 (a bundle,
+    the fallback tag) and puts a policy requiring that key for them into the sidecar; the
+    render env that names it."""
+    import test_signatures
+    cluster = type("Cluster", (), {"env": env})()
+    signing = test_signatures.Signing(cluster, tempfile.mkdtemp(dir=tmp))
+    for v in real.values():
+        repo = test_signatures.registry_path(v["image"])
+        _, _, digest = signing.cluster_reg.manifest(repo, v["image"].rsplit(":", 1)[1])
+        signing.sign(3, repo, digest)
+    policy = signing.policy().replace(
+        '  - images: ["%s/*"]\n' % test_signatures.SIGNED,
+        '  - images: ["%s/*", "%s/*"]\n' % (realfns.CATALOG, realfns.ORG))
+    sidecar.add_file(test_signatures.POLICY, policy.encode())
+    return {"KRMPOD_SIGNATURE_POLICY": test_signatures.POLICY}
+
+
 def run(krmpod, n):
     env, api, started_here = conftest.realkube_up()
     tmp = tempfile.mkdtemp(prefix="realfns-bench-")
@@ -65,6 +85,7 @@ def run(krmpod, n):
         conftest.install_all(api, built, made)
         sidecar = Sidecar("argocd", conftest.current_repo_server_pod(api))
         exec_env = conftest.real_exec_env(env, sidecar)
+        signed_env = sign_all(env, sidecar, built["real"], tmp)
         empty = []
         for _ in range(n):
             t0 = time.monotonic()
@@ -91,7 +112,9 @@ def run(krmpod, n):
                      "exec": (exec_env, None),
                      "auto_cold": (auto, "fresh"), "auto_warm": (auto, "kept"),
                      "auto_unreachable_cold": ({}, "fresh"),
-                     "auto_unreachable_warm": ({}, "kept")}
+                     "auto_unreachable_warm": ({}, "kept"),
+                     "auto_signed_cold": (dict(auto, **signed_env), "fresh"),
+                     "auto_signed_warm": (dict(auto, **signed_env), "kept")}
             for mode, (menv, cache) in modes.items():
                 menv = dict(menv, KRMPOD_PRESTART="true")
                 if cache == "kept":  # one render first, to warm it
@@ -109,6 +132,8 @@ def run(krmpod, n):
                         assert "runs in attach mode: its image config cannot be read" in err, err
                     elif mode.startswith("auto_") and "unreachable" not in mode:
                         assert "runs in attach mode" not in err, err
+                    if mode == "auto_signed_cold":
+                        assert err.count("signature verified") >= 3, err
                     times.append(dt - e)
                 row[mode + "_s"] = median(times)
             pool = dict(exec_env, KRMPOD_WARM_POOL="true", ARGOCD_APP_NAME="bench-%s" % name,

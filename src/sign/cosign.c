@@ -71,6 +71,10 @@ static void take_signature(struct cosign_sig *g, const char *text)
 		return set_problem(g, "it holds no signature");
 	if (base64_decode(text, strlen(text), "the signature", &raw, &n, &e) < 0)
 		return set_problem(g, "%s", e->msg);
+	if (n == 0) {
+		free(raw);
+		return set_problem(g, "it holds no signature");
+	}
 	g->sig = (unsigned char *)raw;
 	g->sig_len = n;
 }

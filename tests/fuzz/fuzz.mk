@@ -15,7 +15,7 @@
 
 FUZZ_CC := /usr/bin/clang
 FUZZ_TARGETS := docker_args kubeconfig json ws_frame kube_status tar_unpack kustomization \
-	pod_template catalog registry yaml_edit agent
+	pod_template catalog registry yaml_edit agent sign
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/%)
 FUZZ_OBJS := $(LIB_SRCS:src/%.c=build/fuzz/obj/%.o)

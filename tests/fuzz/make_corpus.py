@@ -9,6 +9,7 @@ included. Each seed is small; the fuzzers find the rest.
 
     tests/fuzz/make_corpus.py        (re)writes the corpora; run from anywhere
 """
+import base64
 import io
 import json
 import os
@@ -527,6 +528,43 @@ def registry():
         "[fd00::1]:5000/repo@sha256:short"]) + "\n")
 
 
+def sign():
+    """Bundles as cosign v3 writes them (tests/realkube/test_signatures.py saw them), a
+    simple-signing payload as cosign v2 writes it, and signature policies."""
+    c = Corpus("sign")
+    digest = "sha256:a2add098a88cc3623fc94b6048fcba81073c82e57c0909139b34b8e556e89216"
+    statement = compact({"_type": "https://in-toto.io/Statement/v1",
+                         "subject": [{"digest": {"sha256": digest[7:]}, "annotations": {}}],
+                         "predicateType": "https://sigstore.dev/cosign/sign/v1",
+                         "predicate": {}})
+    sig = "MEUCIA12Fd2Ed+CObC2RTElpgidh5LxHyq/QMF53/OtqlQugAiEAn2OIAIAkKLE7x4BguHEPBqrxeUh6cO1mNVXm5vkEfvU="
+    bundle = {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+              "verificationMaterial": {"publicKey": {"hint": "xruREySPyBm0JDjmAPe3gTqz9vQp/C7RNWu2IQgxd0s="}},
+              "dsseEnvelope": {"payload": base64.b64encode(statement.encode()).decode(),
+                               "payloadType": "application/vnd.in-toto+json",
+                               "signatures": [{"sig": sig}]}}
+    c.add("bundle", compact(bundle))
+    c.add("bundle-blob", compact({"mediaType": bundle["mediaType"], "messageSignature": {
+        "messageDigest": {"algorithm": "SHA2_256", "digest": "AAAA"}, "signature": sig}}))
+    c.add("payload", compact({"critical": {
+        "identity": {"docker-reference": "10.245.0.1:5443/kptdev/krm-functions-catalog/starlark"},
+        "image": {"docker-manifest-digest": digest}, "type": "cosign container image signature"},
+        "optional": None}))
+    pem = ("-----BEGIN PUBLIC KEY-----\n"
+           "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE1lRyRAP0VnI6lPdSjIUiHMuR036V\n"
+           "xaleYK4SSlvkIf7aVpSQ76P584AdGaKWXSq0OwCp+Xyus1SpIBrAZk4L/w==\n"
+           "-----END PUBLIC KEY-----\n")
+    c.add("policy", "apiVersion: krmpod.dev/v1alpha1\nkind: SignaturePolicy\nkeys:\n"
+          "- name: platform\n  publicKey: |\n" +
+          "".join("    %s\n" % l for l in pem.splitlines()) +
+          "requirements:\n- images: [\"registry.example.co/fns/*\"]\n  catalogs: [c]\n"
+          "  keys: [platform]\n")
+    c.add("policy-empty", "apiVersion: krmpod.dev/v1alpha1\nkind: SignaturePolicy\n"
+          "keys: []\nrequirements: []\n")
+    c.add("policy-tlog", "apiVersion: krmpod.dev/v1alpha1\nkind: SignaturePolicy\n"
+          "keys: []\nrequirements: []\ntransparencyLog: {}\n")
+
+
 def main():
     docker_args()
     kubeconfig()
@@ -536,6 +574,7 @@ def main():
     pod_template()
     catalog()
     registry()
+    sign()
 
 
 if __name__ == "__main__":
