@@ -717,11 +717,16 @@ def test_deadline_variable_errors_are_named(kubesim, tmp_path):
     assert b"generate's deadline (KRMPOD_GENERATE_TIMEOUT) passed" in r.stderr, r.stderr
 
 
-def shipped_sidecar_env(owner_namespace="argocd"):
+def shipped_sidecar_env(tmp_path, owner_namespace="argocd"):
     """The krmpod container's environment exactly as manifests/repo-server defines it, with
     the downward API's values filled in as the kubelet would for a repo-server pod in
-    `owner_namespace`."""
+    `owner_namespace`, and the shipped signature policy's ConfigMap where its mount would be
+    (under tmp_path: KRMPOD_SIGNATURE_POLICY points there)."""
     import yaml
+    with open(os.path.join(ROOT, "manifests", "repo-server", "signature-policy.yaml")) as f:
+        policy = tmp_path / "signatures" / "policy.yaml"
+        policy.parent.mkdir(exist_ok=True)
+        policy.write_text(yaml.safe_load(f)["data"]["policy.yaml"])
     path = os.path.join(ROOT, "manifests", "repo-server", "argocd-repo-server.yaml")
     with open(path) as f:
         dep = yaml.safe_load(f)
@@ -739,6 +744,8 @@ def shipped_sidecar_env(owner_namespace="argocd"):
     # kubesim has no network and no NetworkPolicy enforcement to wait for: the network gate
     # (on in the manifests) is proven on the real cluster (tests/realkube/test_isolation.py)
     assert env.pop("KRMPOD_NETWORK_GATE") == "10s"
+    assert env["KRMPOD_SIGNATURE_POLICY"] == "/etc/krmpod/signatures/policy.yaml"
+    env["KRMPOD_SIGNATURE_POLICY"] = str(policy)
     return env
 
 
@@ -747,7 +754,7 @@ def test_prestart_in_the_shipped_install(kubesim, tmp_path):
     krmpod-functions), every pod started ahead is claimed, the shims create none, and no pod
     carries an ownerReference to a pod in another namespace (the garbage collector would
     delete it at once)."""
-    env = shipped_sidecar_env()
+    env = shipped_sidecar_env(tmp_path)
     ns = env["KRMPOD_NAMESPACE"]
     before = len(kubesim.requests())
     r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_LOG_LEVEL="debug",
@@ -761,7 +768,7 @@ def test_prestart_in_the_shipped_install(kubesim, tmp_path):
     assert len(specs) == 2, specs
     assert all("ownerReferences" not in s["metadata"] for s in specs), specs
     # with the repo-server in the functions namespace, the owner is kept, and still claimed
-    env = shipped_sidecar_env(owner_namespace=ns)
+    env = shipped_sidecar_env(tmp_path, owner_namespace=ns)
     r = generate(APP, cmp_env(kubesim, tmp_path, FROM_SHIM="x", KRMPOD_LOG_LEVEL="debug",
                               **env))
     err = r.stderr.decode()
