@@ -55,6 +55,10 @@ struct kube_stream {
 	char fail_reason[256];
 	struct ws_demux demux;
 	struct err *io_err; /* a failure inside a callback */
+	/* stdin could not be sent: the server may have ended the stream already (a Status on
+	 * channel 3, then its Close, racing our write), so this decides only when no Status
+	 * arrives. */
+	struct err *send_err;
 
 	/* stdin: single slot filled by the reader thread */
 	pthread_t reader;
@@ -195,8 +199,10 @@ static int send_stdin(struct kube_stream *s)
 	if (full) {
 		size_t len = ws_frame_stdin(s->slot + LWS_PRE, s->slot + LWS_PRE + 1, n);
 		if (lws_write(s->wsi, s->slot + LWS_PRE, len, LWS_WRITE_BINARY) < (int)len) {
-			err_set(&s->io_err, ERR_NET, "send stdin: the connection failed");
-			return -1;
+			err_set(&s->send_err, ERR_NET, "send stdin: the connection failed");
+			s->close_sent =
+			        true; /* nothing more is sent; what the server said decides */
+			return 0;
 		}
 		s->res.bytes_in += n;
 		pthread_mutex_lock(&s->lock);
@@ -208,8 +214,9 @@ static int send_stdin(struct kube_stream *s)
 		unsigned char msg[LWS_PRE + 2];
 		size_t len = ws_frame_stdin_close(msg + LWS_PRE);
 		if (lws_write(s->wsi, msg + LWS_PRE, len, LWS_WRITE_BINARY) < (int)len) {
-			err_set(&s->io_err, ERR_NET, "send stdin close: the connection failed");
-			return -1;
+			err_set(&s->send_err, ERR_NET, "send stdin close: the connection failed");
+			s->close_sent = true;
+			return 0;
 		}
 		s->close_sent = true;
 		log_debug("stdin: %llu bytes sent, then FF 00",
@@ -526,6 +533,13 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 		s->io_err = NULL;
 		rc = -1;
 	}
+	if (rc == 0 && s->send_err && !s->demux.st.got) {
+		*err = s->send_err;
+		s->send_err = NULL;
+		rc = -1;
+	} else if (s->send_err) {
+		log_debug("stream: %s, after the server's Status: it decides", s->send_err->msg);
+	}
 	/* Without a Status the stream ended well only with a normal Close (1000, or no code):
 	 * a dropped connection or a Close that reports an error (1011...) cut it short. */
 	bool clean_close = s->peer_closed && (s->close_code == 1000 || s->close_code == 1005);
@@ -582,6 +596,7 @@ void kube_stream_free(struct kube_stream *s)
 	}
 	ws_demux_free(&s->demux);
 	err_free(s->io_err);
+	err_free(s->send_err);
 	free(s->res.prefix);
 	if (s->token) {
 		explicit_bzero(s->token, strlen(s->token));
