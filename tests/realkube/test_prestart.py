@@ -2,7 +2,9 @@
 functions in `krmpod-functions`): every pod started ahead is claimed, exactly one pod runs
 per function, and the garbage collector deletes none (a cross-namespace ownerReference
 would make it do so, with an OwnerRefInvalidNamespace event). Off, the shims create one pod
-each."""
+each. In attach mode, named: under the default (auto) a fixture whose config an earlier
+test's render left in the sidecar's cache runs in exec mode, whose pod holds instead of
+ending (test_exec.py covers prestart there)."""
 from apps import copy_fixture_app
 from conftest import FN_NS, assert_ok, exit_codes, pod_summary, render
 from sidecar import direct_build
@@ -40,7 +42,7 @@ def one_pod_per_function(install, pods, n):
 
 def test_prestart_claims_every_pod_it_starts(install, tmp_path):
     app = copy_fixture_app(tmp_path)
-    r, pods = render(install, app, FROM_SHIM="x")
+    r, pods = render(install, app, FROM_SHIM="x", KRMPOD_MODE="attach")
     assert_ok(r)
     err = r.stderr.decode()
     assert r.stdout == direct_build(app, tmp_path, FROM_SHIM="x").stdout
@@ -53,7 +55,7 @@ def test_prestart_claims_every_pod_it_starts(install, tmp_path):
 
 def test_prestart_off_one_pod_per_function(install, tmp_path):
     app = copy_fixture_app(tmp_path)
-    r, pods = render(install, app, FROM_SHIM="x", KRMPOD_PRESTART="false")
+    r, pods = render(install, app, FROM_SHIM="x", KRMPOD_PRESTART="false", KRMPOD_MODE="attach")
     assert_ok(r)
     err = r.stderr.decode()
     assert "started ahead" not in err, err
