@@ -100,7 +100,9 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 			         req->image);
 		return 0;
 	}
-	if (recent_fallback(s, req->image)) {
+	/* auto only: under exec the admin asked for exec mode, and a registry that failed a
+	 * moment ago is asked again */
+	if (s->mode == FN_MODE_AUTO && recent_fallback(s, req->image)) {
 		log_debug("%s runs in attach mode: its image config could not be read in the last "
 		          "%d s",
 		          req->image, FN_IMAGE_TAG_TTL_MS / 1000);

@@ -23,8 +23,8 @@
 /* Sets req->exec_argv under KRMPOD_MODE=exec and auto (nothing in attach mode, nor under
  * auto without KRMPOD_HELPER_IMAGE). When the image's config cannot be read (no registry
  * reachable, a private registry without credentials, an image only on the nodes), req stays
- * in attach mode, and its config is not asked for again for FN_IMAGE_TAG_TTL_MS (a marker
- * in the cache, keyed by the image and the registry settings). What was chosen is said at
+ * in attach mode; under auto its config is then not asked for again for FN_IMAGE_TAG_TTL_MS
+ * (a marker in the cache, keyed by the image and the registry settings). What was chosen is said at
  * info level the first time for an image (under exec, only the fallback), at debug level
  * after. Fails only for an image whose config names nothing to run (ERR_CONFIG naming it)
  * and on a signal. */
