@@ -108,9 +108,7 @@ static void write_trust(struct jw *w, const struct settings *s, const struct vie
 		cleanup_buf struct buf b;
 		buf_init(&b, 0);
 		buf_printf(&b, "%s: keys ", vt->sp->rules[i].name);
-		for (size_t k = 0; k < vt->sp->rules[i].n_keys; k++)
-			buf_printf(&b, "%s%s", k ? ", " : "",
-			           vt->sp->keys[vt->sp->rules[i].keys[k]].name);
+		sig_rule_key_names(vt->sp, &vt->sp->rules[i], ", ", &b);
 		jw_str(w, b.data);
 	}
 	jw_arr_end(w);

@@ -259,9 +259,7 @@ static void check_signatures(struct report *r, const struct settings *s, atomic_
 	for (size_t i = 0; i < sp.n_rules; i++) {
 		cleanup_buf struct buf keys;
 		buf_init(&keys, 0);
-		for (size_t k = 0; k < sp.rules[i].n_keys; k++)
-			buf_printf(&keys, "%s%s", k ? " or " : "",
-			           sp.keys[sp.rules[i].keys[k]].name);
+		sig_rule_key_names(&sp, &sp.rules[i], " or ", &keys);
 		line(r, "ok", "signature policy %s: %s needs a signature by %s",
 		     s->signature_policy, sp.rules[i].name, keys.data);
 	}

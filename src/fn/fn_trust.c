@@ -33,19 +33,30 @@ static int catalog_of(const struct settings *s, const struct sig_policy *sp, con
 	return rc < 0 ? err_wrap(err, "the signature policy's catalogs") : 0;
 }
 
+#define MAX_RULES 16
+
+/* The requirements that cover image (at most MAX_RULES: more is ERR_CONFIG) into rules. */
+static int covering(const struct sig_policy *sp, const char *image, const char *catalog,
+                    const struct sig_rule *rules[MAX_RULES], size_t *n, struct err **err)
+{
+	*n = sig_policy_rules_for(sp, image, catalog, rules, MAX_RULES);
+	if (*n > MAX_RULES)
+		return err_set(err, ERR_CONFIG,
+		               "%s: %zu requirements cover %s; krmpod checks at most %d for one "
+		               "image: merge them",
+		               sp->what, *n, image, MAX_RULES);
+	return 0;
+}
+
 static int check(const struct settings *s, const struct sig_policy *sp, struct fn_request *req,
                  atomic_int *cancel, int64_t deadline_ms, struct err **err)
 {
 	cleanup_free char *catalog = NULL;
-	if (catalog_of(s, sp, req->image, cancel, &catalog, err) < 0)
+	const struct sig_rule *rules[MAX_RULES];
+	size_t n = 0;
+	if (catalog_of(s, sp, req->image, cancel, &catalog, err) < 0 ||
+	    covering(sp, req->image, catalog, rules, &n, err) < 0)
 		return -1;
-	const struct sig_rule *rules[16];
-	size_t n = sig_policy_rules_for(sp, req->image, catalog, rules, 16);
-	if (n > 16)
-		return err_set(err, ERR_CONFIG,
-		               "%s: %zu requirements cover %s; krmpod checks at most 16 for one "
-		               "image: merge them",
-		               sp->what, n, req->image);
 	if (n == 0) {
 		log_debug("%s: no requirement of %s covers it", req->image, sp->what);
 		return 0;
@@ -82,28 +93,26 @@ void fn_trust_view(const struct settings *s, const struct sig_policy *sp, const 
                    const char *catalog, struct fn_trust_view *out)
 {
 	memset(out, 0, sizeof(*out));
-	const struct sig_rule *rules[16];
-	size_t n = sig_policy_rules_for(sp, image, catalog, rules, 16);
+	const struct sig_rule *rules[MAX_RULES];
+	size_t n = 0;
+	cleanup_err struct err *e = NULL;
+	int rc = covering(sp, image, catalog, rules, &n, &e);
 	if (n == 0)
 		return;
 	out->required = true;
 	cleanup_buf struct buf keys;
 	buf_init(&keys, 0);
-	for (size_t i = 0; i < n && i < 16; i++)
-		for (size_t k = 0; k < rules[i]->n_keys; k++)
-			buf_printf(&keys, "%s%s",
-			           k   ? " or "
-			           : i ? "; "
-			               : "",
-			           sp->keys[rules[i]->keys[k]].name);
+	for (size_t i = 0; i < n && i < MAX_RULES; i++) {
+		buf_puts(&keys, i ? "; " : "");
+		sig_rule_key_names(sp, rules[i], " or ", &keys);
+	}
 	out->keys = buf_steal(&keys, NULL);
 	struct registry_opts o;
 	registry_opts_init(&o, s, &signals_cancel, now_ms() + FN_TRUST_VIEW_TIMEOUT_MS);
 	o.tag_ttl_ms = FN_IMAGE_TAG_TTL_MS;
 	struct sig_verdict v;
-	cleanup_err struct err *e = NULL;
-	if (n > 16) {
-		out->detail = xasprintf("%zu requirements cover it; krmpod checks at most 16", n);
+	if (rc < 0) {
+		out->detail = xstrdup(e->msg);
 	} else if (sig_verify(sp, rules, n, &o, image, &v, &e) == 0) {
 		out->valid = true;
 		out->detail = xasprintf("%s: %s", v.digest, v.how);

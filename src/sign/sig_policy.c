@@ -280,6 +280,13 @@ bool sig_policy_has_catalogs(const struct sig_policy *p)
 	return false;
 }
 
+void sig_rule_key_names(const struct sig_policy *p, const struct sig_rule *r, const char *sep,
+                        struct buf *out)
+{
+	for (size_t k = 0; k < r->n_keys; k++)
+		buf_printf(out, "%s%s", k ? sep : "", p->keys[r->keys[k]].name);
+}
+
 static bool covers(const struct sig_rule *r, const char *image, const char *catalog)
 {
 	for (size_t i = 0; i < r->n_images; i++)

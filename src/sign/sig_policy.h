@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "sign/sig_key.h"
 
@@ -59,6 +60,10 @@ void sig_policy_clear(struct sig_policy *p);
 /* Whether some requirement names catalogs (then the admin's catalogs must be loaded to
  * know which images they cover). */
 bool sig_policy_has_catalogs(const struct sig_policy *p);
+
+/* Appends the names of r's keys to out, sep between them ("platform or vendor"). */
+void sig_rule_key_names(const struct sig_policy *p, const struct sig_rule *r, const char *sep,
+                        struct buf *out);
 
 /* The requirements that cover image: a pattern matches it, or it names `catalog` (the name
  * of an admin catalog listing the image; NULL when none does). Up to max of them go to

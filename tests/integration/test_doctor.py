@@ -196,3 +196,47 @@ def test_a_bad_image_pull_secrets_setting_is_named(kubesim):
     assert r.returncode != 0
     err = r.stderr.decode()
     assert 'KRMPOD_IMAGE_PULL_SECRETS=Pull_Creds: "Pull_Creds" is not a Secret name' in err, err
+
+
+def test_the_mode_and_the_signature_policy_are_reported(kubesim, tmp_path):
+    """doctor says which mode functions run in (auto without a helper image is attach for
+    all), and reads the signature policy: none, one requiring nothing, one naming keys (its
+    requirements listed), one that cannot be read (a FAIL: every render would fail)."""
+    out = doctor(base_env(kubesim, KRMPOD_MODE=None, KRMPOD_HELPER_IMAGE=None)).stdout.decode()
+    assert "[WARN] mode: auto without KRMPOD_HELPER_IMAGE: every function runs in attach mode" \
+        in out, out
+    assert "[ok  ] signature policy: none (KRMPOD_SIGNATURE_POLICY): no function needs a " \
+           "signature" in out, out
+    out = doctor(base_env(kubesim, KRMPOD_MODE="attach")).stdout.decode()
+    assert "[ok  ] mode: attach (KRMPOD_MODE): every function in attach mode" in out, out
+    out = doctor(base_env(kubesim, KRMPOD_MODE=None,
+                          KRMPOD_HELPER_IMAGE="example.com/krmpod:1")).stdout.decode()
+    assert "[ok  ] mode: auto (KRMPOD_MODE): exec mode for every function whose image config " \
+           "krmpod can read from its registry, attach mode for the rest" in out, out
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(yaml.safe_load(open(os.path.join(
+        ROOT, "manifests", "repo-server", "signature-policy.yaml")))["data"]["policy.yaml"])
+    out = doctor(base_env(kubesim, KRMPOD_SIGNATURE_POLICY=str(empty))).stdout.decode()
+    assert "[ok  ] signature policy %s: requires no signature" % empty in out, out
+
+    key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+                          "ec_paramgen_curve:P-256"], stdout=subprocess.PIPE, check=True).stdout
+    pub = subprocess.run(["openssl", "pkey", "-pubout"], input=key, stdout=subprocess.PIPE,
+                         check=True).stdout.decode()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: krmpod.dev/v1alpha1\nkind: SignaturePolicy\nkeys:\n"
+        "- name: platform\n  publicKey: |\n" + "".join("    %s\n" % l for l in pub.splitlines())
+        + "- name: vendor\n  publicKey: |\n" + "".join("    %s\n" % l for l in pub.splitlines())
+        + "requirements:\n- images: [\"example.com/fns/*\"]\n  keys: [platform, vendor]\n")
+    out = doctor(base_env(kubesim, KRMPOD_SIGNATURE_POLICY=str(policy))).stdout.decode()
+    assert "[ok  ] signature policy %s: requirements[0] (images example.com/fns/*) needs a " \
+           "signature by platform or vendor" % policy in out, out
+
+    missing = tmp_path / "gone.yaml"
+    r = doctor(base_env(kubesim, KRMPOD_SIGNATURE_POLICY=str(missing)))
+    out = r.stdout.decode()
+    assert r.returncode == 1, out
+    assert "[FAIL] KRMPOD_SIGNATURE_POLICY: " in out and str(missing) in out and \
+        "(every render fails until it can be read)" in out, out
