@@ -211,6 +211,26 @@ def test_oom_killed(kubesim):
     assert r.returncode == 137 and oom.encode() in r.stderr, r.stderr
 
 
+def test_oom_killed_while_stdin_is_written(kubesim):
+    """The kill lands while krmpod still writes the function's stdin (a function that does
+    not read it, 8 MiB of input: the write blocks on the full pipe until the kill). Which of
+    the server's end and krmpod's write comes first is a race on any machine, so the test
+    asserts what holds either way: the run fails, naming the function's pod, with exit code
+    137 and the OOM message when the server's Status was read, or 125 saying the output is
+    incomplete; never exit 0 and never the function's output."""
+    kubesim.faults(oom_images=["sleep"], oom_early=True)
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/sleep"], stdin=b"x" * (8 << 20))
+    err = r.stderr.decode()
+    assert r.returncode in (137, 125), (r.returncode, err)
+    assert "krmpod-sleep-" in err, err
+    assert r.stdout == b"", r.stdout[:200]
+    if r.returncode == 137:
+        oom = "out-of-memory killer" if EXEC_MODE else "OOMKilled"
+        assert oom in err, err
+    else:
+        assert "incomplete" in err or "without" in err, err
+
+
 def test_deadline_exceeded(kubesim):
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/sleep"], stdin=b"",
                  env=base_env(kubesim, KRMPOD_TIMEOUT="2s"))

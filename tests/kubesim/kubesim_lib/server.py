@@ -1478,9 +1478,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         threading.Thread(target=reader, daemon=True).start()
         if cl.faults.image_in("oom_images", c.spec["image"]):
             # the OOM fault, for an exec: the session's processes are SIGKILLed once its
-            # stdin closed (or 0.2 s after it started); the container goes on
+            # stdin closed (a session without stdin: 0.2 s after it started; with the
+            # oom_early fault: 0.2 s after it started, whatever its stdin); the container
+            # goes on. Waiting for the close, not for a time, makes the kill come after the
+            # function read its input however loaded the machine is (a 0.2 s limit once let
+            # the kill land before krmpod's stdin did).
+            early = not want_in or cl.faults.get("oom_early")
+
             def oom():
-                stdin_closed.wait(0.2)
+                stdin_closed.wait(0.2 if early else 30)
                 cl.kill_group(proc, 9)
             threading.Thread(target=oom, daemon=True).start()
         rc = proc.wait()
