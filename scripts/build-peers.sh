@@ -25,6 +25,8 @@
 #   ocireg       go-containerregistry's registry (pkg/registry) with the OCI 1.1 referrers
 #                API on, over TLS (tests/tools/ocireg: its main.go and pins), only when
 #                named: where cosign v3's bundles are found through that API
+#   crane        go-containerregistry's crane (tests/tools/crane), only when named: pushes a
+#                release's OCI image layout as an index (scripts/release-publish)
 # argocd and kustomize need Go 1.27 (their go.mod), which the go command takes from the
 # module proxy (GOTOOLCHAIN=go1.27.3).
 #
@@ -67,7 +69,8 @@ targets() {
 	cosign) echo "github.com/sigstore/cosign/v3/cmd/cosign" ;;
 	cosign-v2) echo "github.com/sigstore/cosign/v2/cmd/cosign" ;;
 	ocireg) echo "." ;;
-	*) die "unknown peer '$1' (known: ${ALL[*]} kube-next cosign cosign-v2 ocireg)" ;;
+	crane) echo "github.com/google/go-containerregistry/cmd/crane" ;;
+	*) die "unknown peer '$1' (known: ${ALL[*]} kube-next cosign cosign-v2 ocireg crane)" ;;
 	esac
 }
 
