@@ -332,6 +332,38 @@ static int session_call(struct fn_pod *p, const struct fn_io *io, const struct b
 	return rc;
 }
 
+/* The exec stream ended with neither the call's end nor an exit code (*err says so): no
+ * Status, or one without an exit code (the exec was refused: the container no longer
+ * runs). When the function's container itself ended meanwhile (the out-of-memory killer at
+ * the pod's limit takes the holding process too; an eviction), that is the cause to report,
+ * and OOMKilled gives exit code 137 as in attach mode. The pod's status shows it at the
+ * kubelet's next relist: waited for at most FN_EXEC_END_WAIT_MS. Otherwise *err stays. */
+static int blame_container(struct fn_pod *p, int *exit_code, struct err **err)
+{
+	struct pod_state st;
+	cleanup_err struct err *we = NULL;
+	int ended = fn_pod_wait_exit_within(p, FN_EXEC_END_WAIT_MS, &st, &we);
+	log_debug("after the exec stream: the container %s%s%s",
+	          ended == 0  ? "terminated: "
+	          : ended > 0 ? "did not terminate"
+	                      : "is unknown: ",
+	          ended == 0 ? st.c_reason : "", ended < 0 ? we->msg : "");
+	if (ended != 0) /* it runs on (or cannot be known): the stream is what failed */
+		return -1;
+	if (err != NULL) {
+		err_free(*err);
+		*err = NULL;
+	}
+	if (fn_pod_exit(p, &st, exit_code, err) < 0)
+		return -1;
+	*exit_code = 0;
+	return err_set(err, ERR_POD,
+	               "function %s: pod %s/%s: its container ended during the call (%s, exit "
+	               "code %d): the function's output is incomplete, so it is not used",
+	               fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+	               st.c_reason[0] ? st.c_reason : "terminated", st.exit_code);
+}
+
 /* The end of a call, either way: the trailer, then the exit code. */
 static int call_result(struct fn_pod *p, struct err_tail *tail, struct kube_stream_result *res,
                        int *exit_code, struct err **err)
@@ -341,6 +373,8 @@ static int call_result(struct fn_pod *p, struct err_tail *tail, struct kube_stre
 		rc = exit_status(p, res, exit_code, err);
 	else if (res->exit_code == 137) /* killed: the exit code says so, as in attach mode */
 		*exit_code = 137;
+	else if (res->exit_code < 0) /* no exit code: whether the container is what ended */
+		rc = blame_container(p, exit_code, err);
 	return rc;
 }
 

@@ -3,7 +3,9 @@
  * function's argv and env) followed by the function's stdin, whose stdout and stderr are
  * the function's, streamed as they come, and whose channel-3 Status carries the exit code
  * the moment the function ends. Nothing goes through the container log, so there is nothing
- * to recover from it; a stream that ends without its Status fails the run.
+ * to recover from it; a stream that ends without its Status fails the run, naming the
+ * container's end when the container itself ended (OOMKilled: exit code 137), which the pod's
+ * status shows within FN_EXEC_END_WAIT_MS (the kubelet's relist), else the stream.
  */
 #ifndef KRMPOD_FN_EXEC_H
 #define KRMPOD_FN_EXEC_H
@@ -11,6 +13,8 @@
 #include "base/err.h"
 #include "fn/fn_output.h"
 #include "fn/fn_pod.h"
+
+#define FN_EXEC_END_WAIT_MS 3000
 
 /* Runs the request's exec_argv in the started pod p. *exit_code is the function's. */
 int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struct err **err);

@@ -452,6 +452,28 @@ int fn_pod_wait_exit(struct fn_pod *p, struct pod_state *st, struct err **err)
 	return rc;
 }
 
+static int has_terminated(struct fn_pod *p, const struct pod_state *st, int64_t now,
+                          int64_t *recheck, void *ud, struct err **err)
+{
+	(void)p;
+	(void)now;
+	(void)recheck;
+	(void)ud;
+	(void)err;
+	return st->cstate == CS_TERMINATED || st->deleted;
+}
+
+int fn_pod_wait_exit_within(struct fn_pod *p, int64_t wait_ms, struct pod_state *st,
+                            struct err **err)
+{
+	fn_pod_state(p, st);
+	int rc = fn_pod_wait(p, min64(p->deadline, now_ms() + wait_ms), has_terminated, NULL, st,
+	                     err);
+	if (rc < 0)
+		return -1;
+	return rc == 0 && st->cstate == CS_TERMINATED ? 0 : 1;
+}
+
 int fn_pod_exit(struct fn_pod *p, const struct pod_state *st, int *exit_code, struct err **err)
 {
 	*exit_code = st->exit_code;

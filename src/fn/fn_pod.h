@@ -79,6 +79,13 @@ int fn_pod_wait_started(struct fn_pod *p, struct pod_state *st, struct err **err
 #define FN_POD_EXIT_WAIT_MS 30000
 int fn_pod_wait_exit(struct fn_pod *p, struct pod_state *st, struct err **err);
 
+/* Whether the function container terminates within wait_ms (and KRMPOD_TIMEOUT): 0 with *st
+ * its terminated state, 1 when it has not by then (or the pod is gone), -1 with *err when
+ * the watch fails or the run is cancelled. For a stream that ended without saying how the
+ * function ended: whether its container is what ended. */
+int fn_pod_wait_exit_within(struct fn_pod *p, int64_t wait_ms, struct pod_state *st,
+                            struct err **err);
+
 /* The function's exit as krmpod reports it, from its terminated state: 0 with *exit_code
  * its status, or -1 for what the cluster did to it: OOMKilled (*exit_code 137 or its code,
  * naming KRMPOD_MEMORY_LIMIT), DeadlineExceeded. */

@@ -11,6 +11,10 @@
 static int run_exec(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
                     int *exit_code, struct err **err)
 {
+	/* Its container ended before the call: OOMKilled is the function's limit, as in attach
+	 * mode (exit code 137); anything else is krmpod's own failure. */
+	if (st->cstate == CS_TERMINATED && fn_pod_exit(p, st, exit_code, err) < 0)
+		return -1;
 	if (st->cstate == CS_TERMINATED)
 		return err_set(
 		        err, ERR_API,
