@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mechanical style checks: banned C functions, the shape of src/ (scripts/layers.py: layers,
 # circles, settings and REST paths in their one module, no goto; tests/lint/test_layers.sh
-# shows it fails on each), clang-format and shellcheck.
+# shows it fails on each), the commands the tests and scripts run (scripts/lint_commands.py),
+# clang-format and shellcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -26,6 +27,17 @@ if ! bash tests/lint/test_layers.sh; then
 	echo "lint: scripts/layers.py no longer catches what it must" >&2
 	status=1
 fi
+# Every command the tests and scripts run is provided: by an install script, a fresh machine
+# or a prerequisite the README names (scripts/lint_commands.py; tests/lint/test_commands.sh
+# shows it fails on each kind of gap).
+if ! /usr/bin/python3 scripts/lint_commands.py; then
+	echo "lint: the tests or scripts run a command nothing provides (above)" >&2
+	status=1
+fi
+if ! bash tests/lint/test_commands.sh; then
+	echo "lint: scripts/lint_commands.py no longer catches what it must" >&2
+	status=1
+fi
 if have clang-format; then
 	if ! clang-format --dry-run --Werror src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h 2>/tmp/krmpod-fmt.$$; then
 		head -40 /tmp/krmpod-fmt.$$ >&2
@@ -38,7 +50,7 @@ fi
 # level: its `build && install || die` chains are meant (SC2015, info), and editing it would
 # rebuild the C dependencies. e2e/ has its own check (e2e/selftest.sh).
 if have shellcheck; then
-	shell_scripts="$(grep -lE '^#!(/usr/bin/env bash|/bin/(ba)?sh)' scripts/* | grep -v '^scripts/deps\.sh$') tests/lint/test_layers.sh"
+	shell_scripts="$(grep -lE '^#!(/usr/bin/env bash|/bin/(ba)?sh)' scripts/* | grep -v '^scripts/deps\.sh$') tests/lint/test_layers.sh tests/lint/test_commands.sh"
 	# shellcheck disable=SC2086 # file names without spaces
 	if ! shellcheck $shell_scripts || ! shellcheck -S warning scripts/deps.sh; then
 		echo "lint: shellcheck found problems above" >&2
