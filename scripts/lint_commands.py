@@ -958,7 +958,7 @@ class PyScan:
 
 # ------------------------------------------------------------------------- files
 def files_to_scan(root):
-    py, sh = [], []
+    py, sh, mk = [], [], []
 
     def add(path):
         rel = os.path.relpath(path, root)
@@ -967,6 +967,9 @@ def files_to_scan(root):
             return
         if path.endswith(".sh"):
             sh.append(rel)
+            return
+        if path.endswith(".mk") or os.path.basename(path) == "Makefile":
+            mk.append(rel)
             return
         try:
             with open(path, "rb") as f:
@@ -978,7 +981,7 @@ def files_to_scan(root):
         elif PY_SHEBANG.match(first):
             py.append(rel)
 
-    for top in ("scripts", "bench", "e2e", "tests"):
+    for top in ("scripts", "bench", "e2e", "tests", "release"):
         d = os.path.join(root, top)
         for dirpath, dirnames, filenames in os.walk(d):
             rel = os.path.relpath(dirpath, root)
@@ -991,7 +994,54 @@ def files_to_scan(root):
                 if top == "e2e" and dirpath == d and not fn.endswith(".sh"):
                     continue
                 add(os.path.join(dirpath, fn))
-    return py, sh
+    if os.path.isfile(os.path.join(root, "Makefile")):
+        mk.insert(0, "Makefile")
+    return py, sh, mk
+
+
+def make_recipes(text):
+    """(shell text, line) of each recipe of a makefile: its tab-led lines with their
+    continuations, make's own expansions ($(VAR), $@, ...) turned into a variable the shell
+    scan counts as unresolved, $$ into $."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("\t") and not lines[i].lstrip().startswith("#"):
+            start, body = i + 1, lines[i][1:]
+            while body.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                body += "\n" + lines[i].lstrip("\t")
+            yield unmake(body.lstrip("@-+ \t")), start
+        else:  # a variable or a rule line: its continuations are no recipe
+            while lines[i].endswith("\\") and i + 1 < len(lines):
+                i += 1
+        i += 1
+
+
+def unmake(s):
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "$" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "$":
+                out.append("$")
+                i += 2
+                continue
+            if n in "({":
+                close, depth, j = ")" if n == "(" else "}", 1, i + 2
+                while j < len(s) and depth:
+                    depth += {n: 1, close: -1}.get(s[j], 0)
+                    j += 1
+                out.append("${MAKEVAR}")
+                i = j
+                continue
+            out.append("${MAKEVAR}")
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def packages_named(path):
@@ -1073,7 +1123,7 @@ def collect(root):
     def dyn(rel, line):
         dynamic.setdefault(rel, []).append(line)
 
-    py, sh = files_to_scan(root)
+    py, sh, mk = files_to_scan(root)
     modules = {}
     problems = []
     for rel in py:
@@ -1093,7 +1143,14 @@ def collect(root):
         funcs = shell_functions(path, text)
         ShellScan(funcs, lambda c, ln, rel=rel: found(c, rel, ln),
                   lambda _t, ln, rel=rel: dyn(rel, ln)).scan(text)
-    return uses, dynamic, problems, len(py), len(sh)
+    for rel in mk:
+        with open(os.path.join(root, rel), errors="replace") as f:
+            text = f.read()
+        for body, line in make_recipes(text):
+            funcs = shell_functions(rel, body)
+            ShellScan(funcs, lambda c, ln, rel=rel: found(c, rel, ln),
+                      lambda _t, ln, rel=rel: dyn(rel, ln)).scan(body, line)
+    return uses, dynamic, problems, len(py), len(sh) + len(mk)
 
 
 def verify_table():
@@ -1201,11 +1258,12 @@ def main():
     for f in findings:
         print("lint_commands: " + f, file=sys.stderr)
     if findings:
-        print("lint_commands: %d problem(s) above (%d Python files, %d shell scripts read)"
+        print("lint_commands: %d problem(s) above (%d Python files, %d shell scripts and makefiles read)"
               % (len(findings), npy, nsh), file=sys.stderr)
         return 1
     ncmd = len([k for k in table if isinstance(k, str)])
-    print("lint_commands: ok: %d commands in %d Python files and %d shell scripts, each provided"
+    print("lint_commands: ok: %d commands in %d Python files and %d shell scripts and makefiles, "
+          "each provided"
           % (ncmd, npy, nsh))
     return 0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The command lint (scripts/lint_commands.py) must fail on each kind of gap it exists for.
-# Each case plants one change in a copy of the tree (scripts/, tests/, bench/, e2e/) and
+# Each case plants one change in a copy of the tree (Makefile, scripts/, tests/, bench/, e2e/) and
 # expects a non-zero exit and a message naming the command and where it runs; the unchanged
 # copy, and a copy with a script that runs only builtins and its own functions, must pass.
 # Run by scripts/lint.sh.
@@ -13,7 +13,7 @@ pass=0 fail=0
 fresh_copy() {
 	rm -rf "$tmp/tree"
 	mkdir -p "$tmp/tree"
-	cp -r scripts tests bench e2e "$tmp/tree/"
+	cp -r Makefile scripts tests bench e2e "$tmp/tree/"
 }
 lint() { /usr/bin/python3 scripts/lint_commands.py --root "$tmp/tree" 2>&1; }
 
@@ -95,6 +95,24 @@ sh -c 'frob-inner arg'
 echo "$x"
 EOF
 expect shell 1 "scripts/planted.sh:4" "runs \`frob-sort\`" "scripts/planted.sh:5" "runs \`frob-env\`" "runs \`frob-inner\`"
+
+# A Makefile recipe (after make's own variables and a continuation line); a variable's
+# continuation line is no recipe.
+fresh_copy
+n=$(wc -l <Makefile)
+cat >>"$tmp/tree/Makefile" <<'EOF'
+
+planted:
+	@echo "$(VERSION)"; $(PYTHON) -V && \
+		frob-make --x
+PLANTED := a \
+	frob-not-a-command
+EOF
+expect makefile 1 "runs \`frob-make\`" "Makefile:$((n + 4))"
+if grep -q frob-not-a-command <<<"$(lint)"; then
+	echo "test_commands: FAIL makefile: a variable's continuation line was read as a recipe" >&2
+	fail=$((fail + 1))
+fi
 
 # Builtins, keywords, the script's own functions, case patterns, here-documents, [[ ]]:
 # no command, so the lint still passes.
