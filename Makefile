@@ -196,6 +196,7 @@ distclean:
 
 include tests/soak/soak.mk
 include tests/fuzz/fuzz.mk
+include release/arm64.mk
 
 # The Argo CD sidecar image, built from locally made base images (debootstrap, docker import;
 # no container registry needed) and tested against kubesim: scripts/image-local.sh.

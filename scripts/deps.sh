@@ -4,6 +4,18 @@
 #
 #   scripts/deps.sh musl    -> build/deps/musl/{include,lib,cflags,libs}   (musl-gcc, for build/krmpod)
 #   scripts/deps.sh glibc   -> build/deps/glibc/{include,lib,cflags,libs}  (gcc, for ASan/valgrind builds)
+#   scripts/deps.sh musl-arm64 -> build/deps/musl-arm64/{include,lib,cflags,libs}
+#                              (cross: linux/arm64, musl, for build/arm64/krmpod; release/arm64.mk)
+#
+# musl-arm64 is the musl variant cross-compiled: the same PINS and configure flags, compiled
+# with Debian's aarch64 cross gcc (gcc-aarch64-linux-gnu, scripts/install-cross-deps.sh)
+# through a musl-gcc-style driver, build/cross/arm64/bin/aarch64-linux-musl-gcc. The driver is
+# made here from Debian bookworm's musl-dev:arm64 (MUSL_ARM64 below: the same musl version as
+# the host's musl-dev, pinned by the .deb's SHA-256), downloaded with `apt-get download`
+# through a second private apt configuration (build/cross/apt: bookworm, arm64 binaries) and
+# extracted with dpkg-deb -x into build/cross/arm64/sysroot; its musl-gcc.specs, with its
+# /usr paths rewritten to that root, is the driver's -specs, as musl-tools' musl-gcc does for
+# amd64. The arm64 kernel headers come from linux-libc-dev-arm64-cross.
 #
 # Sources are found with `apt-get source --print-uris` through a private apt configuration
 # under build/apt, and only the orig tarballs are downloaded (apt-helper) (the machine's own apt lists are never touched). Each orig
@@ -12,8 +24,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-variant=${1:?usage: scripts/deps.sh musl|glibc}
-case $variant in musl | glibc) ;; *) echo "deps.sh: unknown variant '$variant' (use musl or glibc)" >&2; exit 2 ;; esac
+variant=${1:?usage: scripts/deps.sh musl|glibc|musl-arm64}
+case $variant in musl | glibc | musl-arm64) ;; *) echo "deps.sh: unknown variant '$variant' (use musl, glibc or musl-arm64)" >&2; exit 2 ;; esac
 
 # package  upstream-version  orig-tarball  sha256
 # The orig tarball's SHA-256 is the pin. Debian's revision of a package moves with
@@ -25,17 +37,31 @@ PINS=(
 	"libwebsockets 4.3.5 libwebsockets_4.3.5.orig.tar.gz 87f99ad32803ed325fceac5327aae1f5c1b417d54ee61ad36cffc8df5f5ab276"
 	"libyaml 0.2.5 libyaml_0.2.5.orig.tar.gz fa240dbf262be053f3898006d502d514936c818e422afdcf33921c63bed9bf2e"
 )
+# musl-arm64 only: Debian bookworm's musl-dev for arm64 (package, exact Debian version, .deb,
+# SHA-256 of the .deb). Its version must be the host's musl-dev version (the one musl-gcc
+# builds build/krmpod with), so both binaries are linked with the same musl.
+MUSL_ARM64="musl-dev 1.2.3-1 musl-dev_1.2.3-1_arm64.deb 55c2ca4bc3041c8ed8ac7dc3ef6080d9551a21650568b2fd7610b59eaf98a4f4"
+cross=$root/build/cross/arm64
+cross_cc=$cross/bin/aarch64-linux-musl-gcc
 
 out=$root/build/deps/$variant
 stamp=$out/.done
 # The stamp records the pins and this script's own hash: any change to the recipe rebuilds.
 pins_text="$(printf '%s\n' "${PINS[@]}")
 recipe $(sha256sum "$0" | cut -d' ' -f1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins_text" ]; then
+if [ "$variant" = musl-arm64 ]; then
+	pins_text="$pins_text
+$MUSL_ARM64"
+fi
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pins_text" ] && { [ "$variant" != musl-arm64 ] || [ -x "$cross_cc" ]; }; then
 	exit 0
 fi
 
-"$root/scripts/install-build-deps.sh"
+if [ "$variant" = musl-arm64 ]; then
+	"$root/scripts/install-cross-deps.sh"
+else
+	"$root/scripts/install-build-deps.sh"
+fi
 
 src=$root/build/src
 apt_dir=$root/build/apt
@@ -92,13 +118,129 @@ for pin in "${PINS[@]}"; do
 	fetch $pin
 done
 
-if [ "$variant" = musl ]; then
+# musl-arm64: Debian's musl-dev:arm64 .deb, fetched once into build/src and checked against its
+# pin, then extracted afresh into build/cross/arm64/sysroot with the driver beside it.
+fetch_deb() { # package debian-version deb sha256
+	local pkg=$1 ver=$2 deb=$3 sum=$4 host_ver
+	# The host's musl (musl-tools' musl-gcc builds build/krmpod) and this one must be the same.
+	host_ver=$(dpkg-query -W -f='${Version}' musl-dev 2>/dev/null || true)
+	if [ "$host_ver" != "$ver" ]; then
+		echo "deps: the host's musl-dev is ${host_ver:-not installed} but scripts/deps.sh pins $pkg:arm64 $ver;" \
+			"build/krmpod and build/arm64/krmpod must use the same musl: update MUSL_ARM64 in scripts/deps.sh" \
+			"to the host's version (and its .deb's SHA-256)" >&2
+		exit 1
+	fi
+	if [ ! -f "$src/$deb" ]; then
+		local capt=$root/build/cross/apt
+		mkdir -p "$capt/lists/partial" "$capt/cache/archives/partial"
+		cat >"$capt/sources.list" <<EOF2
+deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
+EOF2
+		# The machine's own apt lists and dpkg architectures are left alone: this apt sees
+		# only arm64 packages of bookworm, and no installed package (status /dev/null).
+		local CAPT_OPTS=(-o "Dir::Etc::SourceList=$capt/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
+			-o "Dir::State::Lists=$capt/lists" -o "Dir::Cache=$capt/cache" -o "APT::Sandbox::User=root"
+			-o "Dir::State::status=/dev/null" -o "APT::Architecture=arm64" -o "APT::Architectures::=arm64"
+			-o "Acquire::Languages=none" -o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false")
+		echo "deps: updating the private bookworm arm64 package list (build/cross/apt)"
+		apt-get "${CAPT_OPTS[@]}" -qq update || {
+			echo "deps: cannot update build/cross/apt's bookworm arm64 list (network?)" >&2
+			exit 1
+		}
+		local served
+		served=$(apt-cache "${CAPT_OPTS[@]}" show "$pkg:arm64" 2>/dev/null | sed -n 's/^Version: //p' | sort -V -r | tr '\n' ' ')
+		served=${served% }
+		if ! grep -qx -- "$ver" <<<"${served// /$'\n'}"; then
+			echo "deps: Debian bookworm no longer serves $pkg:arm64 $ver (it has: ${served:-none});" \
+				"update MUSL_ARM64 in scripts/deps.sh (the host's musl-dev must move with it)" >&2
+			exit 1
+		fi
+		echo "deps: fetching $deb ($pkg:arm64=$ver)"
+		(cd "$capt/cache" && apt-get "${CAPT_OPTS[@]}" -qq download "$pkg:arm64=$ver") || {
+			echo "deps: cannot download $pkg:arm64=$ver (network?)" >&2
+			exit 1
+		}
+		mv "$capt/cache/$deb" "$src/$deb" || {
+			echo "deps: apt-get download of $pkg:arm64=$ver did not write $deb: check MUSL_ARM64's file name in scripts/deps.sh" >&2
+			exit 1
+		}
+	fi
+	local got
+	got=$(sha256sum "$src/$deb" | cut -d' ' -f1)
+	if [ "$got" != "$sum" ]; then
+		echo "deps: $deb: SHA-256 mismatch: expected $sum, got $got" \
+			"(delete build/src/$deb to fetch it again, or update MUSL_ARM64 in scripts/deps.sh)" >&2
+		exit 1
+	fi
+}
+
+# The driver: aarch64-linux-gnu-gcc with the extracted musl's specs, the way musl-tools'
+# musl-gcc runs x86_64-linux-gnu-gcc with /usr/lib/x86_64-linux-musl/musl-gcc.specs.
+make_cross_cc() {
+	local sysroot=$cross/sysroot triple=aarch64-linux-musl specs
+	case $sysroot in *[[:space:]%]*)
+		echo "deps: $sysroot contains a blank or '%', which gcc specs cannot carry; build from a checkout path without them" >&2
+		exit 1 ;;
+	esac
+	rm -rf "$cross"
+	mkdir -p "$sysroot" "$cross/bin"
+	dpkg-deb -x "$src/${MUSL_ARM64_DEB:?}" "$sysroot"
+	specs=$sysroot/usr/lib/$triple/musl-gcc.specs
+	[ -f "$specs" ] || { echo "deps: ${MUSL_ARM64_DEB} has no usr/lib/$triple/musl-gcc.specs" >&2; exit 1; }
+	sed -e "s|/usr/include/$triple|$sysroot/usr/include/$triple|g" -e "s|/usr/lib/$triple|$sysroot/usr/lib/$triple|g" \
+		"$specs" >"$cross/musl-gcc.specs"
+	# Every musl path the specs name must now be inside the sysroot, and be there.
+	if grep -Eq "(^|[ :])/usr/(include|lib)/$triple" "$cross/musl-gcc.specs"; then
+		echo "deps: $specs names a musl path outside $sysroot after the rewrite" >&2
+		exit 1
+	fi
+	local f
+	for f in "usr/include/$triple/stdio.h" "usr/lib/$triple/libc.a" "usr/lib/$triple/Scrt1.o" "usr/lib/$triple/crti.o" "usr/lib/$triple/crtn.o"; do
+		[ -f "$sysroot/$f" ] || { echo "deps: ${MUSL_ARM64_DEB} has no $f" >&2; exit 1; }
+	done
+	cat >"$cross_cc" <<EOF2
+#!/bin/sh
+# Made by scripts/deps.sh musl-arm64: Debian's aarch64 cross gcc against musl-dev:arm64 from
+# $MUSL_ARM64_DEB, extracted into $sysroot.
+exec "\${REALGCC:-aarch64-linux-gnu-gcc}" "\$@" -specs "$cross/musl-gcc.specs"
+EOF2
+	chmod +x "$cross_cc"
+	# It must make a static arm64 executable.
+	printf '#include <stdio.h>\nint main(void) { puts("ok"); return 0; }\n' >"$cross/probe.c"
+	"$cross_cc" -static -o "$cross/probe" "$cross/probe.c" || { echo "deps: $cross_cc cannot link a static program" >&2; exit 1; }
+	readelf -h "$cross/probe" | grep -q "Machine: *AArch64" || { echo "deps: $cross_cc made no aarch64 executable" >&2; exit 1; }
+	rm -f "$cross/probe" "$cross/probe.c"
+}
+
+# The cmake arguments and configure settings that make a cross build (empty for amd64).
+CMAKE_CROSS=()
+CONFIGURE_CROSS=()
+case $variant in
+musl)
 	CC=musl-gcc
 	CFLAGS="-O2 -fPIC -ffunction-sections -fdata-sections"
-else
+	;;
+musl-arm64)
+	# shellcheck disable=SC2086
+	set -- $MUSL_ARM64
+	MUSL_ARM64_DEB=$3
+	fetch_deb "$@"
+	make_cross_cc
+	CC=$cross_cc
+	CFLAGS="-O2 -fPIC -ffunction-sections -fdata-sections" # the musl variant's
+	CMAKE_CROSS=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64
+		-DCMAKE_AR="$(command -v aarch64-linux-gnu-ar)" -DCMAKE_RANLIB="$(command -v aarch64-linux-gnu-ranlib)"
+		-DCMAKE_FIND_ROOT_PATH="$cross/sysroot;$out" -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER
+		-DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY
+		-DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY)
+	CONFIGURE_CROSS=(--build=x86_64-pc-linux-gnu --host=aarch64-linux-musl
+		AR=aarch64-linux-gnu-ar RANLIB=aarch64-linux-gnu-ranlib STRIP=aarch64-linux-gnu-strip)
+	;;
+*)
 	CC=gcc
 	CFLAGS="-O2 -g -fPIC"
-fi
+	;;
+esac
 work=$root/build/deps-work/$variant
 rm -rf "$work" "$out"
 mkdir -p "$work" "$out/include" "$out/lib"
@@ -109,6 +251,13 @@ if [ "$variant" = musl ]; then
 	# made visible in the deps' own include dir.
 	for d in linux asm-generic; do ln -sfn "/usr/include/$d" "$out/include/$d"; done
 	ln -sfn /usr/include/x86_64-linux-gnu/asm "$out/include/asm"
+elif [ "$variant" = musl-arm64 ]; then
+	# The same for arm64: the kernel headers of linux-libc-dev-arm64-cross.
+	for d in linux asm-generic asm; do
+		[ -d "/usr/aarch64-linux-gnu/include/$d" ] ||
+			{ echo "deps: /usr/aarch64-linux-gnu/include/$d is missing (install linux-libc-dev-arm64-cross)" >&2; exit 1; }
+		ln -sfn "/usr/aarch64-linux-gnu/include/$d" "$out/include/$d"
+	done
 fi
 
 unpack() { # tarball -> prints dir
@@ -131,7 +280,7 @@ for opt in MBEDTLS_THREADING_C MBEDTLS_THREADING_PTHREAD; do
 	sed -i "s|^//#define $opt\$|#define $opt|" "$cfg"
 	grep -q "^#define $opt\$" "$cfg" || { echo "deps: cannot enable $opt in $cfg" >&2; exit 1; }
 done
-cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
+cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release "${CMAKE_CROSS[@]}" -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
 	-DCMAKE_INSTALL_PREFIX="$out" -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF -DUSE_SHARED_MBEDTLS_LIBRARY=OFF \
 	-DUSE_STATIC_MBEDTLS_LIBRARY=ON -DMBEDTLS_FATAL_WARNINGS=OFF -DGEN_FILES=OFF >"$work/mbedtls.log" 2>&1
 cmake --build "$d/_b" -j "$jobs" >>"$work/mbedtls.log" 2>&1 && cmake --install "$d/_b" >>"$work/mbedtls.log" 2>&1 ||
@@ -139,7 +288,7 @@ cmake --build "$d/_b" -j "$jobs" >>"$work/mbedtls.log" 2>&1 && cmake --install "
 
 echo "deps[$variant]: libyaml"
 d=$(unpack libyaml_0.2.5.orig.tar.gz)
-cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS" \
+cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release "${CMAKE_CROSS[@]}" -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS" \
 	-DCMAKE_INSTALL_PREFIX="$out" -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF -DINSTALL_CMAKE_DIR=lib/cmake/yaml >"$work/yaml.log" 2>&1
 cmake --build "$d/_b" -j "$jobs" >>"$work/yaml.log" 2>&1 && cmake --install "$d/_b" >>"$work/yaml.log" 2>&1 ||
 	{ tail -30 "$work/yaml.log" >&2; echo "deps: libyaml build failed (log: $work/yaml.log)" >&2; exit 1; }
@@ -148,7 +297,7 @@ echo "deps[$variant]: curl"
 d=$(unpack curl_8.14.1.orig.tar.gz)
 (cd "$d" && env CC=$CC CFLAGS="$CFLAGS" CPPFLAGS="-I$out/include" LDFLAGS="-L$out/lib" \
 	PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$out/lib/pkgconfig" \
-	./configure --prefix="$out" --disable-shared --enable-static --with-mbedtls="$out" \
+	./configure "${CONFIGURE_CROSS[@]}" --prefix="$out" --disable-shared --enable-static --with-mbedtls="$out" \
 	--disable-ftp --disable-file --disable-ldap --disable-ldaps --disable-rtsp --disable-dict \
 	--disable-telnet --disable-tftp --disable-pop3 --disable-imap --disable-smb --disable-smtp \
 	--disable-gopher --disable-mqtt --disable-manual --disable-docs --disable-ntlm --disable-alt-svc \
@@ -172,7 +321,7 @@ for f in ssl_get_alpn_protocol ssl_conf_alpn_protocols ssl_conf_sni ssl_set_hs_c
 	LWS_MBEDTLS_PROBES+=("-DLWS_HAVE_mbedtls_$f=1")
 done
 d=$(unpack libwebsockets_4.3.5.orig.tar.gz)
-cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
+cmake -S "$d" -B "$d/_b" -DCMAKE_BUILD_TYPE=Release "${CMAKE_CROSS[@]}" -DCMAKE_C_COMPILER=$CC -DCMAKE_C_FLAGS="$CFLAGS -I$out/include" \
 	-DCMAKE_INSTALL_PREFIX="$out" -DLWS_WITH_SHARED=OFF -DLWS_WITH_STATIC=ON -DLWS_WITH_MBEDTLS=ON \
 	-DLWS_MBEDTLS_INCLUDE_DIRS="$out/include" \
 	-DLWS_MBEDTLS_LIBRARIES="$out/lib/libmbedtls.a;$out/lib/libmbedx509.a;$out/lib/libmbedcrypto.a" \
