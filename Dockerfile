@@ -1,4 +1,4 @@
-# krmpod — Argo CD config-management-plugin sidecar image.
+# krmpod — Argo CD config-management-plugin sidecar image, the development build.
 #
 #   builder : Debian trixie; `make` builds the pinned C dependencies from Debian source packages
 #             (scripts/deps.sh) and the static binary build/krmpod.
@@ -6,8 +6,18 @@
 #             plugin.yaml and the private `docker` symlink. No RUN step: any base works, a
 #             shell-less one included.
 #
+# Released images are not built here: `make release` (docs/release.md) writes them as an OCI
+# image layout with no base image, each architecture's root laid out by the same script with
+# --root (scripts/image-layout.sh: these added files, plus kustomize built from
+# tests/tools/kustomize's pins at /usr/local/bin/kustomize, a pinned Debian CA bundle,
+# /etc/passwd and /etc/group with argocd 999, /tmp), reproducibly and without docker. This
+# Dockerfile keeps the kustomize base image because `make image-local` (tests/image) and the
+# real-cluster tier (tests/realkube) build on a stand-in for it whose kustomize is a shell
+# wrapper around kubectl.
+#
 # Build (needs network for apt inside the builder):
-#   docker build --network host --build-arg VERSION=$(git describe --tags --always) -t krmpod .
+#   docker build --network host --build-arg VERSION=$(git describe --tags --always) \
+#     --build-arg KRMPOD_COMMIT=$(git rev-parse HEAD) -t krmpod .
 # Without registry access, `make image-local` substitutes locally made base images
 # (scripts/base-images.sh) for both ARGs below.
 #
@@ -39,7 +49,9 @@ RUN scripts/deps.sh musl && rm -rf build/src build/apt
 COPY Makefile ./
 COPY src/ src/
 ARG VERSION=0.0.0-dev
-RUN make VERSION="${VERSION}" && ./build/krmpod version
+# the build context holds no .git: say the commit here (`krmpod version` prints it)
+ARG KRMPOD_COMMIT=unknown
+RUN make VERSION="${VERSION}" KRMPOD_COMMIT="${KRMPOD_COMMIT}" && ./build/krmpod version
 # The final image's added files, laid out as they land there by the one script that defines
 # them (the real-cluster tier, tests/realkube, builds its sidecar image with it too).
 COPY plugin.yaml ./

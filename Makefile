@@ -9,6 +9,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+# The commit krmpod is built from, said by `krmpod version`; "-dirty" when the tree has changes
+# (git status --porcelain: untracked files count, as they would for `make release`).
+KRMPOD_COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) || { echo unknown; exit; }; test -z "$$(git status --porcelain 2>/dev/null)" && echo $$c || echo $$c-dirty)
 PYTHON := /usr/bin/python3
 
 # src/ is layered folders (docs/architecture.md); every include names its folder.
@@ -20,7 +23,7 @@ FMT_FILES = src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tes
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Wvla -Wstrict-prototypes
 # -MMD -MP: each object's header dependencies go to a .d file beside it (included below),
 # so editing a header rebuilds exactly what includes it.
-BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DKRMPOD_VERSION='"$(VERSION)"' -Isrc -MMD -MP
+BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DKRMPOD_VERSION='"$(VERSION)"' -DKRMPOD_COMMIT='"$(KRMPOD_COMMIT)"' -Isrc -MMD -MP
 
 # ---- dependencies (scripts/deps.sh builds them from Debian source packages) ----------
 build/deps/musl/.done build/deps/glibc/.done: build/deps/%/.done: scripts/deps.sh
@@ -196,6 +199,7 @@ distclean:
 
 include tests/soak/soak.mk
 include tests/fuzz/fuzz.mk
+include release/release.mk
 include release/arm64.mk
 
 # The Argo CD sidecar image, built from locally made base images (debootstrap, docker import;

@@ -63,6 +63,10 @@ SCOPED_INSTALLERS = {
     # image-local.sh (`make image-local`) installs docker.io, starts dockerd, then runs
     # scripts/base-images.sh and tests/image.
     "scripts/image-local.sh": ["scripts/image-local.sh", "scripts/base-images.sh", "tests/image/"],
+    # the linux/arm64 build's host tools: run by release/arm64.mk (arm64-cross-deps, before
+    # arm64-test runs tests/arm64) and by scripts/deps.sh musl-arm64
+    "scripts/install-cross-deps.sh": ["scripts/install-cross-deps.sh", "release/arm64.mk",
+                                      "tests/arm64/", "scripts/deps.sh"],
 }
 # The install script every other installer's packages must also be in (issue 28).
 MAIN_INSTALLER = "scripts/install-test-deps.sh"
@@ -175,6 +179,11 @@ COMMANDS = {
     "containerd": "containerd", "ctr": "containerd",
     "runc": "runc",
     "busybox": "busybox-static",
+    # the linux/arm64 build (scripts/install-cross-deps.sh)
+    "qemu-aarch64-static": "qemu-user-static",
+    "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu",
+    "aarch64-linux-gnu-strip": "binutils-aarch64-linux-gnu",
+    "aarch64-linux-gnu-readelf": "binutils-aarch64-linux-gnu",
     # Google's apt repository, on a fresh machine (tests/kptlib.py: /usr/bin/kpt)
     "kpt": "google-cloud-cli-kpt",
 }
