@@ -360,10 +360,13 @@ def build(a):
     if not os.path.exists(stamp) or open(stamp).read() != cc_id:
         shutil.rmtree(os.path.join(tree, "build", "deps"), ignore_errors=True)
     os.makedirs(os.path.join(tree, "build", "src"), exist_ok=True)
-    for tarball in glob.glob(os.path.join(ROOT, "build", "src", "*.orig.tar.*")):
-        dst = os.path.join(tree, "build", "src", os.path.basename(tarball))
+    # what scripts/deps.sh downloads (the orig tarballs, musl-dev for arm64), from this
+    # checkout's build/src when there: deps.sh checks each against its pin
+    for src in glob.glob(os.path.join(ROOT, "build", "src", "*.orig.tar.*")) + \
+            glob.glob(os.path.join(ROOT, "build", "src", "*.deb")):
+        dst = os.path.join(tree, "build", "src", os.path.basename(src))
         if not os.path.exists(dst):
-            shutil.copyfile(tarball, dst)  # deps.sh checks each against its pin
+            shutil.copyfile(src, dst)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
                GIT_CEILING_DIRECTORIES=BUILD, SOURCE_DATE_EPOCH=str(epoch), LC_ALL="C",
                TZ="UTC", MAKEFLAGS="", MAKELEVEL="")

@@ -63,7 +63,7 @@ def clone(dst, src):
     sh(["git", "clone", "-q", "--no-hardlinks", src, dst], os.path.dirname(dst), check=True)
     # what a release downloads, from this checkout's caches
     os.makedirs(os.path.join(dst, "build", "src"), exist_ok=True)
-    for d, pattern in (("src", r"\.orig\.tar\."), ("release/ca", r"\.deb$|^apt-filename$")):
+    for d, pattern in (("src", r"\.orig\.tar\.|\.deb$"), ("release/ca", r"\.deb$|^apt-filename$")):
         here = os.path.join(ROOT, "build", d)
         if os.path.isdir(here):
             for n in os.listdir(here):
