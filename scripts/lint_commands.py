@@ -13,6 +13,8 @@ A command is provided by, in this order:
     scripts/build-peers.sh builds under build/peers/) or a name in PROJECT_COMMANDS;
   - a prerequisite the README names (PREREQUISITES: Go, kubectl; e2e/ also needs Docker and
     kind, e2e/README.md);
+  - nothing, for the files named, when the tests there skip themselves without it (OPTIONAL,
+    each with its reason);
   - a Debian package, by the table COMMANDS (command -> package), when that package is
     named by scripts/install-test-deps.sh or scripts/install-build-deps.sh (whatever runs
     before the tests), or by an install step of the script that uses it (scripts/realkube's
@@ -84,6 +86,14 @@ PREREQUISITES = {
               ["e2e/"]),
     "skopeo": ("e2e/README.md, Prerequisites: crane, skopeo or docker buildx (pin-images.sh only)",
                ["e2e/"]),
+}
+
+# Commands a test looks for and, when they are missing, skips itself, saying so (not a gap
+# an install step must close, but a test a machine without them does not run): command ->
+# (why, the files that may use it). `--list` shows them.
+OPTIONAL = {
+    "pyspdxtools": ("SPDX's validator from PyPI (spdx-tools), not a Debian package: the SBOM "
+                    "test skips without it or KRMPOD_SPDX_VALIDATOR", ["tests/release/"]),
 }
 
 # Commands the project itself makes: krmpod's names (argv[0] `docker` is the shim; the tests
@@ -270,7 +280,7 @@ class ShellLexer:
         j = self.i
         while j < len(self.s) and self.s[j].isdigit():
             j += 1
-        return j < len(self.s) and self.s[j] in "<>" and (j == self.i or True)
+        return j < len(self.s) and self.s[j] in "<>"
 
     def redirection(self):
         line = self.line
@@ -1086,9 +1096,10 @@ def classify(cmd):
     if "/" in cmd:
         if cmd.startswith("/"):
             # an absolute path to a system program: its name
-            if re.match(r"^/(usr/)?(local/)?(s?bin)/[^/]+$", cmd) or \
-                    cmd.startswith("/usr/lib/cni/"):
+            if re.match(r"^/(usr/)?(local/)?(s?bin)/[^/]+$", cmd):
                 return "command", os.path.basename(cmd)
+            if cmd.startswith("/usr/lib/cni/"):
+                return "command", cmd
             if cmd.startswith("/usr/local/go/bin/"):
                 return "command", os.path.basename(cmd)
             return "skip", "an absolute path outside the system's bin folders"
@@ -1106,9 +1117,11 @@ def provider(cmd, rel, global_pkgs, scoped_pkgs, baseline):
         why, scope = PREREQUISITES[cmd]
         if scope is None or any(rel.startswith(p) for p in scope):
             return True, "prerequisite: " + why
+    if cmd in OPTIONAL and any(rel.startswith(p) for p in OPTIONAL[cmd][1]):
+        return True, "optional: " + OPTIONAL[cmd][0]
     pkg = COMMANDS.get(cmd)
     if pkg is None:
-        if cmd.startswith("/usr/lib/cni/") or cmd in ("bridge-cni", "host-local", "loopback", "portmap"):
+        if cmd.startswith("/usr/lib/cni/"):  # the CNI plugins, run by path
             pkg = "containernetworking-plugins"
         else:
             return False, None

@@ -146,6 +146,11 @@ fresh_copy
 printf 'import subprocess\nsubprocess.run(["kind", "get", "clusters"])\n' >"$tmp/tree/tests/test_planted.py"
 expect prerequisite-scope 1 "tests/test_planted.py:2" "runs \`kind\`"
 
+# An optional command (tests skip without it) outside the files that may use it so.
+fresh_copy
+printf 'import shutil\nTOOL = shutil.which("pyspdxtools")\n' >"$tmp/tree/tests/test_planted.py"
+expect optional-scope 1 "tests/test_planted.py:2" "runs \`pyspdxtools\`"
+
 # The fresh-machine baseline missing.
 fresh_copy
 rm "$tmp/tree/tests/lint/fresh-machine-packages.txt"
