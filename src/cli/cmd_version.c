@@ -30,9 +30,9 @@ int cmd_version(int argc, char **argv, int *exit_code, struct err **err)
 	if (argc > 1)
 		return err_set(err, ERR_USAGE, "krmpod version takes no arguments");
 	static const char dirty[] = "-dirty";
-	size_t n = strlen(KRMPOD_COMMIT);
-	int is_dirty =
-	        n >= sizeof dirty - 1 && strcmp(KRMPOD_COMMIT + n - (sizeof dirty - 1), dirty) == 0;
+	const char *commit = KRMPOD_COMMIT;
+	size_t n = strlen(commit);
+	int is_dirty = n >= sizeof dirty - 1 && strcmp(&commit[n - (sizeof dirty - 1)], dirty) == 0;
 	printf("krmpod %s\n", KRMPOD_VERSION);
 	printf("commit %s%s\n", KRMPOD_COMMIT,
 	       is_dirty ? " (built from a tree with uncommitted changes)" : "");

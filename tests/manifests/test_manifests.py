@@ -22,6 +22,8 @@ FUNCTIONS_NS = "krmpod-functions"
 ARGOCD_NS = "argocd"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 IMAGE = "ghcr.io/krmpod/krmpod"
+# the release manifests/ pins (scripts/release-prepare writes it; make release checks it)
+RELEASE_TAG = "v0.1.0"
 
 EXPECTED_OBJECTS = {
     ("Namespace", None, FUNCTIONS_NS),
@@ -84,7 +86,7 @@ EXPECTED_ENV = [
     {"name": "KRMPOD_GENERATE_TIMEOUT", "value": "45s"},
     {"name": "KRMPOD_ALLOW_NETWORK", "value": "false"},
     # the function pods' mounts helper: the sidecar's own image (kept equal under a pin)
-    {"name": "KRMPOD_HELPER_IMAGE", "value": IMAGE + ":latest"},
+    {"name": "KRMPOD_HELPER_IMAGE", "value": IMAGE + ":" + RELEASE_TAG},
     # functions start once their pod's NetworkPolicies are in effect (docs/network.md)
     {"name": "KRMPOD_NETWORK_GATE", "value": "10s"},
     # function catalogs (docs/catalogs.md): the admin's, from the ConfigMap below
@@ -372,7 +374,7 @@ def test_image_pin_by_digest_in_manifests_kustomization_takes_effect(tmp_path):
     shutil.copytree(MANIFESTS, str(copy))
     k = yaml.safe_load((copy / "kustomization.yaml").read_text())
     [entry] = k["images"]
-    assert entry.pop("newTag") == "latest"
+    assert entry.pop("newTag") == RELEASE_TAG
     entry["digest"] = DIGEST
     (copy / "kustomization.yaml").write_text(yaml.safe_dump(k))
     docs = kustomize(str(copy))
