@@ -545,3 +545,101 @@ class FixtureRegistry:
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class RedirectingRegistry:
+    """A registry that wants Basic credentials (`users`) and keeps its blobs on a second
+    host, as registries keep them on a CDN or object store (issue 29):
+
+      - the front, https://127.0.0.1:P1: /v2/... asks for Basic credentials (401 with a
+        Basic challenge), then serves manifests from `backend` (an anonymous Registry) and
+        answers a blob GET 307 to the storage host;
+      - the storage host, https://localhost:P2 (another authority; the Pki certificate
+        covers it): a blob GET without its token answers 401 with its own challenge,
+        `Bearer realm="https://localhost:P2/token"`; /token gives a token to anyone, or with
+        `storage_users` only to those; a blob GET with the token serves the backend's blob.
+
+    Every request each host saw is kept, with its Authorization, in `front_requests` and
+    `storage_requests`."""
+
+    def __init__(self, pki, backend, users, storage_users=None):
+        self.backend, self.users = backend, dict(users)
+        self.storage_users = dict(storage_users) if storage_users else None
+        self.front_requests, self.storage_requests = [], []
+        self.tokens = set()
+        outer = self
+
+        def basic_ok(header, users):
+            if not header or not header.startswith("Basic "):
+                return False
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+            return users.get(user) == password
+
+        class Front(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body=b"", headers=()):
+                self.send_response(status)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                auth = self.headers.get("Authorization")
+                outer.front_requests.append((self.path, auth))
+                if not basic_ok(auth, outer.users):
+                    return self._send(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+                                      [("WWW-Authenticate", 'Basic realm="front"')])
+                if "/blobs/" in self.path:
+                    digest = self.path.rsplit("/", 1)[1]
+                    repo = self.path[len("/v2/"):self.path.index("/blobs/")]
+                    return self._send(307, headers=[("Location", "%s/store/%s/%s" % (
+                        outer.storage_url, repo, digest))])
+                r = outer.backend.request("GET", self.path, headers={
+                    "Accept": self.headers.get("Accept", "*/*")}, auth=False)
+                self._send(r[0], r[2], [(k, v) for k, v in r[1].items()
+                                        if k in ("content-type", "docker-content-digest")])
+
+        class Storage(Front):
+            def do_GET(self):
+                auth = self.headers.get("Authorization")
+                outer.storage_requests.append((self.path, auth))
+                if self.path.startswith("/token"):
+                    if outer.storage_users is not None and not basic_ok(
+                            auth, outer.storage_users):
+                        return self._send(401, b"storage credentials wanted")
+                    token = "storage-" + secrets.token_hex(8)
+                    outer.tokens.add(token)
+                    return self._send(200, json.dumps({"token": token}).encode(),
+                                      [("Content-Type", "application/json")])
+                if not (auth and auth.startswith("Bearer ") and auth[7:] in outer.tokens):
+                    return self._send(401, b"", [("WWW-Authenticate",
+                                                  'Bearer realm="%s/token",service="storage"'
+                                                  % outer.storage_url)])
+                repo, _, digest = self.path[len("/store/"):].rpartition("/")
+                r = outer.backend.request("GET", "/v2/%s/blobs/%s" % (repo, digest), auth=False)
+                self._send(r[0], r[2])
+
+        self.servers = []
+        for handler, addr in ((Front, "127.0.0.1"), (Storage, "127.0.0.1")):
+            httpd = http.server.ThreadingHTTPServer((addr, 0), handler)
+            httpd.socket = pki.server_context().wrap_socket(httpd.socket, server_side=True)
+            threading.Thread(target=httpd.serve_forever, daemon=True).start()
+            self.servers.append(httpd)
+        self.host = "127.0.0.1:%d" % self.servers[0].server_address[1]
+        self.storage_host = "localhost:%d" % self.servers[1].server_address[1]
+        self.storage_url = "https://" + self.storage_host
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        for httpd in self.servers:
+            httpd.shutdown()
+            httpd.server_close()

@@ -139,16 +139,54 @@ static int next_event(struct parser *ps, yaml_event_t *ev, struct err **err)
 static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct json **out,
                       struct err **err);
 
+struct key_line {
+	const char *key;
+	size_t line;
+};
+
+static int key_line_cmp(const void *a, const void *b)
+{
+	const struct key_line *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	if (c)
+		return c;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Refuses a mapping that holds a key twice, as Kubernetes' strict YAML does: a repeated
+ * field would silently replace the first (an admin's requirements below a shipped
+ * `requirements: []`). lines[i] is the line of node's key i. */
+static int check_unique_keys(const struct parser *ps, const struct json *node,
+                             const size_t *lines, struct err **err)
+{
+	if (node->n < 2)
+		return 0;
+	cleanup_free struct key_line *kl = xcalloc(node->n, sizeof(*kl));
+	for (size_t i = 0; i < node->n; i++)
+		kl[i] = (struct key_line){node->keys[i], lines[i]};
+	qsort(kl, node->n, sizeof(*kl), key_line_cmp);
+	for (size_t i = 1; i < node->n; i++)
+		if (strcmp(kl[i - 1].key, kl[i].key) == 0)
+			return err_set(err, ERR_IO,
+			               "%s: the key '%.80s' appears twice, at lines %zu and %zu: krmpod "
+			               "reads YAML strictly (a repeated field would hide the first); "
+			               "keep one",
+			               ps->what, kl[i].key, kl[i - 1].line, kl[i].line);
+	return 0;
+}
+
 /* The children of a mapping or sequence, up to its end event, into node. */
 static int parse_children(struct parser *ps, struct json *node, bool is_map, int depth,
                           struct err **err)
 {
+	cleanup_free size_t *lines = NULL; /* maps: the line of each key */
+	size_t lines_cap = 0;
 	for (;;) {
 		cleanup_yaml_event yaml_event_t child;
 		if (next_event(ps, &child, err) < 0)
 			return -1;
 		if (child.type == YAML_SEQUENCE_END_EVENT || child.type == YAML_MAPPING_END_EVENT)
-			return 0;
+			return is_map ? check_unique_keys(ps, node, lines, err) : 0;
 		if (!is_map) {
 			struct json *v = NULL;
 			if (parse_node(ps, &child, depth + 1, &v, err) < 0)
@@ -171,6 +209,11 @@ static int parse_children(struct parser *ps, struct json *node, bool is_map, int
 		struct json *v = NULL;
 		if (next_event(ps, &val, err) < 0 || parse_node(ps, &val, depth + 1, &v, err) < 0)
 			return -1;
+		if (node->n == lines_cap) {
+			lines_cap = lines_cap ? lines_cap * 2 : 8;
+			lines = xrealloc(lines, lines_cap * sizeof(*lines));
+		}
+		lines[node->n] = child.start_mark.line + 1;
 		add_child(node, key, v);
 		key = NULL; /* add_child took it */
 	}
@@ -217,6 +260,28 @@ static int parse_node(struct parser *ps, yaml_event_t *ev, int depth, struct jso
 	}
 }
 
+/* After the first document's root: the stream must end there. A second document would be
+ * ignored, and what is ignored can be the admin's (a policy below a `---`). */
+static int only_document(struct parser *ps, struct err **err)
+{
+	for (;;) {
+		cleanup_yaml_event yaml_event_t ev;
+		if (next_event(ps, &ev, err) < 0)
+			return -1;
+		if (ev.type == YAML_STREAM_END_EVENT)
+			return 0;
+		if (ev.type == YAML_DOCUMENT_START_EVENT)
+			return err_set(err, ERR_IO,
+			               "%s: a second YAML document at line %zu: krmpod reads one "
+			               "document here and refuses more (remove the '---' and what "
+			               "follows, or merge it into the first)",
+			               ps->what, ev.start_mark.line + 1);
+		if (ev.type != YAML_DOCUMENT_END_EVENT)
+			return err_set(err, ERR_IO, "%s: unexpected YAML event %d at line %zu",
+			               ps->what, ev.type, ev.start_mark.line + 1);
+	}
+}
+
 int json_parse(const char *text, size_t len, const char *what, struct json **out, struct err **err)
 {
 	struct parser ps = {.what = what};
@@ -235,7 +300,7 @@ int json_parse(const char *text, size_t len, const char *what, struct json **out
 			rc = 0;
 			break;
 		}
-		if (parse_node(&ps, &ev, 0, &root, err) < 0)
+		if (parse_node(&ps, &ev, 0, &root, err) < 0 || only_document(&ps, err) < 0)
 			break;
 		rc = 0;
 		break;

@@ -28,7 +28,9 @@ struct json;
 
 /* Parses text (len bytes, need not be NUL-terminated). `what` names the document for
  * errors ("kubeconfig /root/.kube/config", "API response"); messages include line/column.
- * On success *out owns the tree (free with json_free). */
+ * Strict, as Kubernetes' strict YAML: a key repeated in one mapping and a second document
+ * are errors (ERR_IO, naming both lines), never silently dropped. On success *out owns the
+ * tree (free with json_free). */
 int json_parse(const char *text, size_t len, const char *what, struct json **out, struct err **err);
 void json_free(struct json *j);
 DEFINE_CLEANUP_FUNC(json, struct json, json_free)

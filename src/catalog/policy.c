@@ -78,31 +78,53 @@ bool policy_pattern_match(const char *pattern, const char *image)
 	return *image == *pattern && policy_pattern_match(pattern + 1, image + 1);
 }
 
-/* The catalog entry that allows image, or NULL. */
-static const struct policy_image *catalog_image(const struct policy *p, const char *image)
+/* Whether catalog entry e allows image (name, digest: image split). */
+static bool entry_allows(const struct policy_image *e, const char *image, const char *name,
+                         const char *digest)
+{
+	if (digest == NULL)
+		return strcmp(e->image, image) == 0 && strchr(e->image, '@') == NULL;
+	cleanup_free char *ename = NULL, *edigest = NULL;
+	return catalog_image_split(e->image, &ename, NULL, &edigest) == 0 && edigest &&
+	       strcmp(ename, name) == 0 && strcmp(edigest, digest) == 0;
+}
+
+/* The first catalog entry from index `from` on that allows image; p->n_images if none. */
+static size_t catalog_image_from(const struct policy *p, const char *image, size_t from)
 {
 	cleanup_free char *name = NULL, *digest = NULL;
 	if (catalog_image_split(image, &name, NULL, &digest) < 0)
-		return NULL;
-	for (size_t i = 0; i < p->n_images; i++) {
-		const struct policy_image *e = &p->images[i];
-		if (digest == NULL) {
-			if (strcmp(e->image, image) == 0 && strchr(e->image, '@') == NULL)
-				return e;
-			continue;
-		}
-		cleanup_free char *ename = NULL, *edigest = NULL;
-		if (catalog_image_split(e->image, &ename, NULL, &edigest) == 0 && edigest &&
-		    strcmp(ename, name) == 0 && strcmp(edigest, digest) == 0)
-			return e;
-	}
-	return NULL;
+		return p->n_images;
+	for (size_t i = from; i < p->n_images; i++)
+		if (entry_allows(&p->images[i], image, name, digest))
+			return i;
+	return p->n_images;
 }
 
-const char *policy_catalog_of(const struct policy *p, const char *image)
+/* The catalog entry that allows image, or NULL. */
+static const struct policy_image *catalog_image(const struct policy *p, const char *image)
 {
-	const struct policy_image *e = catalog_image(p, image);
-	return e ? e->catalog : NULL;
+	size_t i = catalog_image_from(p, image, 0);
+	return i < p->n_images ? &p->images[i] : NULL;
+}
+
+size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out,
+                          size_t max)
+{
+	size_t n = 0;
+	for (size_t i = catalog_image_from(p, image, 0); i < p->n_images;
+	     i = catalog_image_from(p, image, i + 1)) {
+		const char *c = p->images[i].catalog;
+		bool seen = c == NULL;
+		for (size_t k = 0; !seen && k < n && k < max; k++)
+			seen = strcmp(out[k], c) == 0;
+		if (seen)
+			continue;
+		if (n < max)
+			out[n] = c;
+		n++;
+	}
+	return n;
 }
 
 bool policy_shared(const struct policy *p, const char *image)

@@ -75,9 +75,12 @@ int policy_check(const struct policy *p, const char *image, bool network, bool m
  * shareAcrossApplications: a warm-pool pod of it may then serve any Application. */
 bool policy_shared(const struct policy *p, const char *image);
 
-/* The metadata.name of the admin catalog whose entry allows image (as policy_check
- * matches it), or NULL. Borrowed from p. */
-const char *policy_catalog_of(const struct policy *p, const char *image);
+/* The metadata.name of every admin catalog with an entry that allows image (as policy_check
+ * matches it), each once, in the order the catalogs were read: up to max of them go to out
+ * (borrowed from p); returns how many there are. A requirement naming any of them covers
+ * the image, whichever catalog was read first. */
+size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out,
+                          size_t max);
 
 /* Whether image matches pattern ('*' any run of characters, everything else literal). */
 bool policy_pattern_match(const char *pattern, const char *image);

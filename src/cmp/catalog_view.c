@@ -12,6 +12,7 @@
 #include "base/yaml_edit.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_store.h"
+#include "catalog/policy.h"
 #include "cmp/kustomization.h"
 #include "fn/fn_trust.h"
 #include "sign/sig_policy.h"
@@ -27,6 +28,7 @@ static const char *mode_name(enum image_policy m)
 struct view_trust {
 	const struct settings *s;
 	const struct sig_policy *sp; /* NULL: no policy, or it cannot be read */
+	struct policy admin;         /* the admin catalogs' images, when sp names catalogs */
 };
 
 static void write_signature(struct jw *w, const struct view_trust *vt, const char *image,
@@ -34,8 +36,16 @@ static void write_signature(struct jw *w, const struct view_trust *vt, const cha
 {
 	if (vt == NULL || vt->sp == NULL)
 		return;
+	/* every admin catalog listing the image, and the one shown */
+	const char *catalogs[FN_TRUST_MAX_CATALOGS + 1];
+	size_t n = policy_catalogs_of(&vt->admin, image, catalogs, FN_TRUST_MAX_CATALOGS);
+	bool listed = false;
+	for (size_t i = 0; i < n && i < FN_TRUST_MAX_CATALOGS; i++)
+		listed = listed || strcmp(catalogs[i], catalog) == 0;
+	if (!listed && n < FN_TRUST_MAX_CATALOGS)
+		catalogs[n++] = catalog;
 	struct fn_trust_view v;
-	fn_trust_view(vt->s, vt->sp, image, catalog, &v);
+	fn_trust_view(vt->s, vt->sp, image, catalogs, n, &v);
 	jw_key(w, "signature");
 	jw_obj_begin(w);
 	jw_kv_bool(w, "required", v.required);
@@ -84,14 +94,25 @@ static void write_catalog(struct jw *w, const struct catalog *c, const struct vi
 	write_functions(w, c, vt);
 }
 
-/* Loads the signature policy for vt (vt->sp stays NULL without one); *sp holds it. */
-static void load_trust(const struct settings *s, struct sig_policy *sp, struct view_trust *vt,
-                       struct err **load_err)
+/* Loads the signature policy for vt (vt->sp stays NULL without one); *sp holds it. With
+ * requirements naming catalogs, the admin catalogs' images too (from st); cleared by
+ * clear_trust. */
+static void load_trust(const struct settings *s, struct catalog_store *st, struct sig_policy *sp,
+                       struct view_trust *vt, struct err **load_err)
 {
 	*vt = (struct view_trust){.s = s};
+	policy_init(&vt->admin, s);
 	if (s->signature_policy &&
 	    sig_policy_load(s->signature_policy, "KRMPOD_SIGNATURE_POLICY", sp, load_err) == 0)
 		vt->sp = sp;
+	if (vt->sp && sig_policy_has_catalogs(sp) &&
+	    catalog_store_admin_images(st, &vt->admin, load_err) < 0)
+		err_wrap(load_err, "the admin catalogs a requirement names");
+}
+
+static void clear_trust(struct view_trust *vt)
+{
+	policy_clear(&vt->admin);
 }
 
 static void write_trust(struct jw *w, const struct settings *s, const struct view_trust *vt,
@@ -356,13 +377,14 @@ int catalog_view(const struct settings *s, const char *dir, enum catalog_view_fo
 	struct sig_policy sp = {0};
 	struct view_trust vt;
 	cleanup_err struct err *load_err = NULL;
-	load_trust(s, &sp, &vt, &load_err);
+	load_trust(s, st, &sp, &vt, &load_err);
 	write_trust(&w, s, &vt, load_err);
 	write_listed(&w, st, &t, cats, n_cats, &vt);
 	write_defaults(&w, st, s, &defaults, &n_defaults, &vt);
 	write_resolved(&w, &t, cats, n_cats, defaults, n_defaults);
 	jw_obj_end(&w);
 	int rc = print_model(&b, f, false, out, err);
+	clear_trust(&vt);
 	sig_policy_clear(&sp);
 	for (size_t l = 0; l < t.n_layers; l++)
 		free(cats[l]);
@@ -396,11 +418,12 @@ int catalog_validate(const struct settings *s, const char *text, enum catalog_vi
 		struct sig_policy sp = {0};
 		struct view_trust vt;
 		cleanup_err struct err *load_err = NULL;
-		load_trust(s, &sp, &vt, &load_err);
+		load_trust(s, st, &sp, &vt, &load_err);
 		jw_obj_begin(&w);
 		write_catalog(&w, c, &vt);
 		jw_obj_end(&w);
 		rc = print_model(&b, f, true, out, err);
+		clear_trust(&vt);
 		sig_policy_clear(&sp);
 	}
 	catalog_store_free(st);

@@ -268,7 +268,10 @@ static void check_signatures(struct report *r, const struct settings *s, atomic_
 		line(r, "FAIL", "signatures of the admin's catalogs: not checked: %s", e->msg);
 	for (size_t i = 0; i < p.n_images; i++) {
 		struct fn_trust_view v;
-		fn_trust_view(s, &sp, p.images[i].image, p.images[i].catalog, &v);
+		const char *catalogs[FN_TRUST_MAX_CATALOGS];
+		size_t n = policy_catalogs_of(&p, p.images[i].image, catalogs,
+		                              FN_TRUST_MAX_CATALOGS);
+		fn_trust_view(s, &sp, p.images[i].image, catalogs, n, &v);
 		if (v.required && v.valid)
 			line(r, "ok", "signature of %s (%s): by %s, valid: %s", p.images[i].image,
 			     p.images[i].origin, v.keys, v.detail);

@@ -17,29 +17,20 @@
 #include "sign/sig_policy.h"
 #include "sign/sig_verify.h"
 
-/* The admin catalog that lists image, when the policy names catalogs: *name is a new
- * string or NULL. */
-static int catalog_of(const struct settings *s, const struct sig_policy *sp, const char *image,
-                      atomic_int *cancel, char **name, struct err **err)
-{
-	*name = NULL;
-	if (!sig_policy_has_catalogs(sp))
-		return 0;
-	struct policy p = {0};
-	int rc = catalog_store_policy(s, cancel, true, &p, err);
-	if (rc == 0 && policy_catalog_of(&p, image))
-		*name = xstrdup(policy_catalog_of(&p, image));
-	policy_clear(&p);
-	return rc < 0 ? err_wrap(err, "the signature policy's catalogs") : 0;
-}
-
 #define MAX_RULES 16
 
-/* The requirements that cover image (at most MAX_RULES: more is ERR_CONFIG) into rules. */
-static int covering(const struct sig_policy *sp, const char *image, const char *catalog,
-                    const struct sig_rule *rules[MAX_RULES], size_t *n, struct err **err)
+/* The requirements that cover image (at most MAX_RULES: more is ERR_CONFIG) into rules:
+ * catalogs names every admin catalog that lists it. */
+static int covering(const struct sig_policy *sp, const char *image, const char *const *catalogs,
+                    size_t n_catalogs, const struct sig_rule *rules[MAX_RULES], size_t *n,
+                    struct err **err)
 {
-	*n = sig_policy_rules_for(sp, image, catalog, rules, MAX_RULES);
+	if (n_catalogs > FN_TRUST_MAX_CATALOGS)
+		return err_set(err, ERR_CONFIG,
+		               "%zu admin catalogs list %s; krmpod checks the requirements of at most "
+		               "%d (FN_TRUST_MAX_CATALOGS): list it in fewer",
+		               n_catalogs, image, FN_TRUST_MAX_CATALOGS);
+	*n = sig_policy_rules_for(sp, image, catalogs, n_catalogs, rules, MAX_RULES);
 	if (*n > MAX_RULES)
 		return err_set(err, ERR_CONFIG,
 		               "%s: %zu requirements cover %s; krmpod checks at most %d for one "
@@ -48,14 +39,32 @@ static int covering(const struct sig_policy *sp, const char *image, const char *
 	return 0;
 }
 
+/* The requirements of sp that cover image: by pattern, and by every admin catalog that
+ * lists it (loaded only when a requirement names catalogs). */
+static int rules_of(const struct settings *s, const struct sig_policy *sp, const char *image,
+                    atomic_int *cancel, const struct sig_rule *rules[MAX_RULES], size_t *n,
+                    struct err **err)
+{
+	if (!sig_policy_has_catalogs(sp))
+		return covering(sp, image, NULL, 0, rules, n, err);
+	struct policy p = {0};
+	if (catalog_store_policy(s, cancel, true, &p, err) < 0) {
+		policy_clear(&p);
+		return err_wrap(err, "the signature policy's catalogs");
+	}
+	const char *catalogs[FN_TRUST_MAX_CATALOGS];
+	size_t n_catalogs = policy_catalogs_of(&p, image, catalogs, FN_TRUST_MAX_CATALOGS);
+	int rc = covering(sp, image, catalogs, n_catalogs, rules, n, err);
+	policy_clear(&p); /* rules point into sp, not p */
+	return rc;
+}
+
 static int check(const struct settings *s, const struct sig_policy *sp, struct fn_request *req,
                  atomic_int *cancel, int64_t deadline_ms, struct err **err)
 {
-	cleanup_free char *catalog = NULL;
 	const struct sig_rule *rules[MAX_RULES];
 	size_t n = 0;
-	if (catalog_of(s, sp, req->image, cancel, &catalog, err) < 0 ||
-	    covering(sp, req->image, catalog, rules, &n, err) < 0)
+	if (rules_of(s, sp, req->image, cancel, rules, &n, err) < 0)
 		return -1;
 	if (n == 0) {
 		log_debug("%s: no requirement of %s covers it", req->image, sp->what);
@@ -90,13 +99,13 @@ int fn_trust_check(const struct settings *s, struct fn_request *req, atomic_int 
 }
 
 void fn_trust_view(const struct settings *s, const struct sig_policy *sp, const char *image,
-                   const char *catalog, struct fn_trust_view *out)
+                   const char *const *catalogs, size_t n_catalogs, struct fn_trust_view *out)
 {
 	memset(out, 0, sizeof(*out));
 	const struct sig_rule *rules[MAX_RULES];
 	size_t n = 0;
 	cleanup_err struct err *e = NULL;
-	int rc = covering(sp, image, catalog, rules, &n, &e);
+	int rc = covering(sp, image, catalogs, n_catalogs, rules, &n, &e);
 	if (n == 0)
 		return;
 	out->required = true;

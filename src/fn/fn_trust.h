@@ -22,8 +22,12 @@
 int fn_trust_check(const struct settings *s, struct fn_request *req, atomic_int *cancel,
                    int64_t deadline_ms, struct err **err);
 
+/* The admin catalogs listing one image whose requirements krmpod checks; more is
+ * ERR_CONFIG. */
+#define FN_TRUST_MAX_CATALOGS 16
+
 /* What `krmpod catalog view` and `krmpod doctor` say of image under the loaded policy sp
- * (catalog: the name of the admin catalog that lists it, or NULL): whether a requirement
+ * (catalogs: the names of the n_catalogs admin catalogs that list it): whether a requirement
  * covers it, with which keys, and whether a valid signature is found now (registry reads
  * bounded by FN_TRUST_VIEW_TIMEOUT_MS). Never fails: a failure is the detail. */
 #define FN_TRUST_VIEW_TIMEOUT_MS 10000
@@ -35,7 +39,7 @@ struct fn_trust_view {
 };
 struct sig_policy;
 void fn_trust_view(const struct settings *s, const struct sig_policy *sp, const char *image,
-                   const char *catalog, struct fn_trust_view *out);
+                   const char *const *catalogs, size_t n_catalogs, struct fn_trust_view *out);
 void fn_trust_view_clear(struct fn_trust_view *v);
 
 #endif

@@ -63,6 +63,7 @@ bool registry_url_allowed(const struct registry_opts *o, const char *url)
 void registry_response_init(struct registry_response *r)
 {
 	r->status = 0;
+	r->url = NULL;
 	buf_init(&r->body, 0);
 	buf_init(&r->challenge, LIMIT_REGISTRY_HEADER);
 }
@@ -71,6 +72,28 @@ void registry_response_free(struct registry_response *r)
 {
 	buf_free(&r->body);
 	buf_free(&r->challenge);
+	free(r->url);
+	r->url = NULL;
+}
+
+char *registry_url_authority(const char *url)
+{
+	const char *p = strstr(url, "://");
+	if (p == NULL)
+		return NULL;
+	p += 3;
+	size_t n = strcspn(p, "/?#");
+	const char *at = memchr(p, '@', n);
+	if (at) {
+		n -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	if (n == 0)
+		return NULL;
+	char *a = xstrndup(p, n);
+	for (char *c = a; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	return a;
 }
 
 /* --- Errors ----------------------------------------------------------------------------- */
@@ -311,6 +334,10 @@ static int get_once(struct registry_http *h, const struct registry_get *g, struc
 	CURLcode rc = http_engine_run(&h->eng, &h->stop, &stopped);
 	curl_easy_setopt(h->eng.curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_getinfo(h->eng.curl, CURLINFO_RESPONSE_CODE, &r->status);
+	char *effective = NULL;
+	curl_easy_getinfo(h->eng.curl, CURLINFO_EFFECTIVE_URL, &effective);
+	free(r->url);
+	r->url = xstrdup(effective ? effective : g->url);
 	log_debug("GET %s -> %ld in %lld ms", g->url, r->status, (long long)(now_ms() - t0));
 	return transfer_result(h, g, x, rc, stopped, err);
 }

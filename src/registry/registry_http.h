@@ -35,6 +35,7 @@ struct registry_response {
 	struct buf body;      /* a 2xx body (limit max_bytes); else its first bytes, up to
 	                       * LIMIT_REGISTRY_ERROR_BODY (the rest is dropped) */
 	struct buf challenge; /* the answer's first WWW-Authenticate header (trimmed) */
+	char *url;            /* the URL that gave the answer, after redirects; NULL before */
 };
 
 void registry_response_init(struct registry_response *r);
@@ -62,6 +63,10 @@ int registry_http_get(struct registry_http *h, const struct registry_get *g,
  * them, else the body quoted and cut), err->http_status set. Always returns -1. */
 int registry_http_status_error(const char *url, const struct registry_response *r,
                                enum err_code code, struct err **err);
+
+/* The authority of an http(s) URL, "host[:port]" in lower case without user info (a new
+ * string), or NULL when url has none. Credentials and challenges are keyed by it. */
+char *registry_url_authority(const char *url);
 
 /* Whether url's scheme is one o allows (https, and http with o->plain_http). */
 bool registry_url_allowed(const struct registry_opts *o, const char *url);

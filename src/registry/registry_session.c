@@ -148,32 +148,122 @@ static int authorize(struct registry_session *s, const char *url, const struct r
 	return rc;
 }
 
+/* Another host answered 401 after the registry redirected the request there (a blob
+ * store): its challenge is answered with that host's own credentials in opts->auth_file,
+ * or none, never the registry's (containerd keys challenges by the host that sent them).
+ * *authorization receives the header for that host, or NULL to go on anonymously. */
+static int authorize_elsewhere(struct registry_session *s, const char *host, const char *url,
+                               const struct registry_response *r, char **authorization,
+                               struct err **err)
+{
+	if (r->challenge.len == 0)
+		return err_set(err, ERR_NET,
+		               "GET %s (where the registry %s redirected): 401 Unauthorized "
+		               "without a WWW-Authenticate challenge",
+		               url, s->registry);
+	struct registry_challenge ch;
+	if (registry_challenge_parse(r->challenge.data, &ch, err) < 0)
+		return err_wrap(err, "GET %s", url);
+	struct registry_creds creds = {0};
+	int rc = 0;
+	if (s->o->auth_file)
+		rc = registry_auth_load(s->o->auth_file, host, "", &creds, err) < 0 ? -1 : 0;
+	cleanup_free char *scope = xasprintf("repository:%s:pull", s->repository);
+	cleanup_free char *token = NULL;
+	if (rc == 0 && strcasecmp(ch.scheme, "Bearer") == 0) {
+		cleanup_err struct err *e = NULL;
+		rc = registry_auth_token(s->http, &ch, scope, &creds, &token, &e);
+		if (rc == 0)
+			*authorization = xasprintf("Bearer %s", token);
+		else if (e && (e->http_status == 401 || e->http_status == 403) &&
+		         creds.user == NULL) {
+			err_set(err, ERR_CONFIG,
+			        "%s: %s, where the registry %s redirected the request, wants "
+			        "credentials, and KRMPOD_REGISTRY_AUTH has none for %s: krmpod sends a "
+			        "registry's credentials to that registry only; add an auths entry for "
+			        "%s if it needs its own",
+			        e->msg, host, s->registry, host, host);
+			if (err)
+				(*err)->http_status = 401;
+		} else if (err) {
+			*err = e;
+			e = NULL;
+		}
+		if (token)
+			explicit_bzero(token, strlen(token));
+	} else if (rc == 0 && strcasecmp(ch.scheme, "Basic") == 0 && creds.user) {
+		*authorization = registry_auth_basic(&creds);
+	} else if (rc == 0) {
+		rc = err_set(err, ERR_CONFIG,
+		             "GET %s: %s, where the registry %s redirected the request, asks for %s "
+		             "authentication, and KRMPOD_REGISTRY_AUTH has no credentials for %s: "
+		             "krmpod sends a registry's credentials to that registry only; add an "
+		             "auths entry for %s if it needs its own",
+		             url, host, s->registry, ch.scheme, host, host);
+		if (err)
+			(*err)->http_status = 401;
+	}
+	registry_creds_clear(&creds);
+	registry_challenge_clear(&ch);
+	return rc;
+}
+
 int registry_session_get(struct registry_session *s, const char *path, const char *accept,
                          size_t max_bytes, struct registry_response *r, char **url_out,
                          struct err **err)
 {
 	cleanup_free char *url = xasprintf("%s%s", s->base, path);
+	cleanup_free char *home = registry_url_authority(url);
+	/* after a 401 from another host: its URL and its own Authorization, this request only */
+	cleanup_free char *elsewhere = NULL, *elsewhere_auth = NULL;
+	int rc = 0;
 	for (int round = 0;; round++) {
 		struct registry_get g = {
-		        .url = url,
-		        .authorization = s->authorization,
+		        .url = elsewhere ? elsewhere : url,
+		        .authorization = elsewhere ? elsewhere_auth : s->authorization,
 		        .accept = accept,
 		        .max_bytes = max_bytes,
 		        .follow = true,
 		};
-		if (registry_http_get(s->http, &g, r, err) < 0)
-			return -1;
+		if (registry_http_get(s->http, &g, r, err) < 0) {
+			rc = -1;
+			break;
+		}
 		if (r->status != 401)
 			break;
+		cleanup_free char *from = registry_url_authority(r->url ? r->url : g.url);
+		bool home_answered = from && home && strcmp(from, home) == 0;
 		if (round > 0) {
 			cleanup_err struct err *e = NULL;
-			registry_http_status_error(url, r, ERR_CONFIG, &e);
-			return denied(s, e->msg, err);
+			registry_http_status_error(g.url, r, ERR_CONFIG, &e);
+			if (home_answered) {
+				rc = denied(s, e->msg, err);
+			} else {
+				rc = err_set(err, ERR_CONFIG, "%s (where the registry %s redirected)",
+				             e->msg, s->registry);
+				if (err)
+					(*err)->http_status = 401;
+			}
+			break;
 		}
-		log_debug("GET %s: 401; authenticating", url);
-		if (authorize(s, url, r, err) < 0)
-			return -1;
+		if (home_answered) {
+			log_debug("GET %s: 401; authenticating", url);
+			rc = authorize(s, url, r, err);
+		} else {
+			/* the redirect's target challenged: answer it, and ask it again directly */
+			elsewhere = xstrdup(r->url ? r->url : g.url);
+			log_debug("GET %s: 401 from %s after a redirect; its own credentials only",
+			          elsewhere, from ? from : "?");
+			rc = authorize_elsewhere(s, from ? from : "?", elsewhere, r, &elsewhere_auth,
+			                         err);
+		}
+		if (rc < 0)
+			break;
 	}
+	if (elsewhere_auth)
+		explicit_bzero(elsewhere_auth, strlen(elsewhere_auth));
+	if (rc < 0)
+		return -1;
 	if (url_out) {
 		*url_out = url;
 		url = NULL;

@@ -35,7 +35,11 @@ void registry_session_close(struct registry_session *s);
 
 /* GETs base + path ("manifests/v1", "blobs/sha256:…"), following redirects, and leaves the
  * answer in *r: returns 0 for any answer but 401. A 401 is answered once per request as its
- * challenge says; a second one fails with ERR_CONFIG: "the registry R requires credentials:
+ * challenge says, with the credentials of the host that sent it: the registry's own for
+ * the registry (to the token realm its challenge names), and for another host that a
+ * redirect led to (a blob store), that host's own auths entry or none: the registry's
+ * credentials never go there, and the token so won is sent to that host's URL for this
+ * request only. A second 401 fails with ERR_CONFIG: "the registry R requires credentials:
  * set KRMPOD_REGISTRY_AUTH …" without credentials, "the registry R refused the credentials
  * for REPO in FILE (KRMPOD_REGISTRY_AUTH, auths."KEY") …" with them. Other failures as registry_http_get and registry_auth_token.
  * *url_out (when not NULL) receives the URL, to free. */

@@ -287,23 +287,26 @@ void sig_rule_key_names(const struct sig_policy *p, const struct sig_rule *r, co
 		buf_printf(out, "%s%s", k ? sep : "", p->keys[r->keys[k]].name);
 }
 
-static bool covers(const struct sig_rule *r, const char *image, const char *catalog)
+static bool covers(const struct sig_rule *r, const char *image, const char *const *catalogs,
+                   size_t n_catalogs)
 {
 	for (size_t i = 0; i < r->n_images; i++)
 		if (policy_pattern_match(r->images[i], image))
 			return true;
-	for (size_t i = 0; catalog && i < r->n_catalogs; i++)
-		if (strcmp(r->catalogs[i], catalog) == 0)
-			return true;
+	for (size_t i = 0; i < r->n_catalogs; i++)
+		for (size_t k = 0; k < n_catalogs; k++)
+			if (strcmp(r->catalogs[i], catalogs[k]) == 0)
+				return true;
 	return false;
 }
 
-size_t sig_policy_rules_for(const struct sig_policy *p, const char *image, const char *catalog,
+size_t sig_policy_rules_for(const struct sig_policy *p, const char *image,
+                            const char *const *catalogs, size_t n_catalogs,
                             const struct sig_rule **out, size_t max)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < p->n_rules; i++)
-		if (covers(&p->rules[i], image, catalog)) {
+		if (covers(&p->rules[i], image, catalogs, n_catalogs)) {
 			if (n < max)
 				out[n] = &p->rules[i];
 			n++;

@@ -65,10 +65,11 @@ bool sig_policy_has_catalogs(const struct sig_policy *p);
 void sig_rule_key_names(const struct sig_policy *p, const struct sig_rule *r, const char *sep,
                         struct buf *out);
 
-/* The requirements that cover image: a pattern matches it, or it names `catalog` (the name
- * of an admin catalog listing the image; NULL when none does). Up to max of them go to
- * out; returns how many cover it. */
-size_t sig_policy_rules_for(const struct sig_policy *p, const char *image, const char *catalog,
+/* The requirements that cover image: a pattern matches it, or it names one of the
+ * n_catalogs `catalogs` (the names of every admin catalog listing the image,
+ * policy_catalogs_of). Up to max of them go to out; returns how many cover it. */
+size_t sig_policy_rules_for(const struct sig_policy *p, const char *image,
+                            const char *const *catalogs, size_t n_catalogs,
                             const struct sig_rule **out, size_t max);
 
 #endif

@@ -235,3 +235,71 @@ def test_https_fetch(pki, fetch):
         r = fetch("https", "http://127.0.0.1:%d/catalogs/main.yaml" % srv.port, ca=pki.ca)
         assert r.rc == 1 and "CONFIG: " in r.err and "only https:// URLs" in r.err, r
         assert all(a is None for _, a in srv.requests)  # anonymous
+
+
+# --- Credentials only to the host they belong to (issue 29) ---------------------------
+
+
+def _basic(user, password):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+@pytest.fixture
+def redirecting(registry, pki):
+    """(front, storage_users) -> a RedirectingRegistry over the anonymous registry."""
+    made = []
+
+    def make(storage_users=None):
+        registry.push_artifact("fns/redirected", "v1", CATALOG, BINARY)
+        reg = registrylib.RedirectingRegistry(pki, registry, USERS, storage_users)
+        made.append(reg)
+        return reg
+
+    yield make
+    for reg in made:
+        reg.stop()
+
+
+def test_a_blob_store_never_gets_the_registry_credentials(redirecting, fetch, pki, tmp_path):
+    """The registry redirects the blob GET to a storage host that challenges with a realm of
+    its own: the registry's Basic credentials go neither to the storage host nor to its
+    realm; its anonymous token is sent to the storage host only, and the pull is exact."""
+    reg = redirecting()
+    auth = dockerconfig(tmp_path / "auth.json", reg.host, USER, PASSWORD)
+    r = fetch("layer", "%s/fns/redirected:v1" % reg.host, CATALOG, ca=pki.ca, auth=auth)
+    assert r.rc == 0, r
+    assert r.out == BINARY
+    assert any(a == _basic(USER, PASSWORD) for _, a in reg.front_requests), reg.front_requests
+    assert reg.storage_requests, "the blob was not fetched from the storage host"
+    for path, a in reg.storage_requests:
+        assert a is None or a.startswith("Bearer storage-"), (path, a)
+    assert any(p.startswith("/token") and a is None for p, a in reg.storage_requests)
+    for _, a in reg.front_requests:  # the storage host's token stays with it
+        assert a is None or a.startswith("Basic "), a
+
+
+def test_a_blob_store_that_wants_credentials_of_its_own(redirecting, fetch, pki, tmp_path):
+    """A storage realm that refuses anonymous tokens: without an auths entry for the storage
+    host the pull fails naming that host and the fix, and the registry's password never
+    reaches it; with its own entry, that entry and only that one is sent to its realm."""
+    storage_users = {"store-user": "store-pass-19"}
+    reg = redirecting(storage_users)
+    auth = dockerconfig(tmp_path / "auth.json", reg.host, USER, PASSWORD)
+    r = fetch("layer", "%s/fns/redirected:v1" % reg.host, CATALOG, ca=pki.ca, auth=auth)
+    assert r.rc == 1, r
+    assert reg.storage_host in r.err and "where the registry %s redirected" % reg.host in r.err, r
+    assert PASSWORD not in r.err
+    for path, a in reg.storage_requests:
+        assert a != _basic(USER, PASSWORD), path
+
+    both = tmp_path / "both.json"
+    with open(both, "w") as f:
+        json.dump({"auths": {
+            reg.host: {"auth": base64.b64encode(("%s:%s" % (USER, PASSWORD)).encode()).decode()},
+            reg.storage_host: {"username": "store-user", "password": "store-pass-19"}}}, f)
+    del reg.storage_requests[:]
+    r = fetch("layer", "%s/fns/redirected:v1" % reg.host, CATALOG, ca=pki.ca, auth=str(both))
+    assert r.rc == 0, r
+    assert r.out == BINARY
+    tokens = [a for p, a in reg.storage_requests if p.startswith("/token")]
+    assert tokens == [_basic("store-user", "store-pass-19")], reg.storage_requests

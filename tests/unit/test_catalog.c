@@ -387,8 +387,50 @@ TEST(policy_settings_are_checked)
 	}
 }
 
+/* Every admin catalog that lists an image, each once, in the order read: a requirement
+ * naming any of them covers it (issue 29). */
+TEST(every_catalog_that_lists_an_image)
+{
+	struct settings s = policy_settings(IMAGE_POLICY_CATALOG, false);
+	struct policy p;
+	policy_init(&p, &s);
+	static const char *const entries[][2] = {
+	        {"vendor-functions", "registry.example.co/fns/set-x:v1"},
+	        {"vendor-functions", "ghcr.io/vendor/other:v1"},
+	        {"example-co-functions", "registry.example.co/fns/set-x:v1"},
+	        {"vendor-functions", "registry.example.co/fns/set-x:v1"},
+	        {"third", "registry.example.co/fns/set-x@sha256:" HEX},
+	};
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		policy_add_image(&p, &(struct policy_image){.image = (char *)entries[i][1],
+		                                            .origin = (char *)"o",
+		                                            .catalog = (char *)entries[i][0]});
+	const char *out[4];
+	CHECK_INT(policy_catalogs_of(&p, "registry.example.co/fns/set-x:v1", out, 4), 2);
+	CHECK_STR(out[0], "vendor-functions");
+	CHECK_STR(out[1], "example-co-functions");
+	CHECK_INT(policy_catalogs_of(&p, "registry.example.co/fns/set-x:v1", out, 1), 2);
+	CHECK_INT(policy_catalogs_of(&p, "ghcr.io/vendor/other:v1", out, 4), 1);
+	CHECK_INT(policy_catalogs_of(&p, "registry.example.co/fns/set-x@sha256:" HEX, out, 4), 1);
+	CHECK_STR(out[0], "third");
+	CHECK_INT(policy_catalogs_of(&p, "registry.example.co/fns/set-y:v1", out, 4), 0);
+	/* through the policy file generate hands its shims */
+	struct buf b;
+	buf_init(&b, 0);
+	policy_write(&p, &b);
+	struct policy q;
+	struct err *e = NULL;
+	CHECK_INT(policy_read(b.data, b.len, "policy", &q, &e), 0);
+	CHECK_INT(policy_catalogs_of(&q, "registry.example.co/fns/set-x:v1", out, 4), 2);
+	CHECK_STR(out[1], "example-co-functions");
+	policy_clear(&q);
+	policy_clear(&p);
+	buf_free(&b);
+}
+
 int main(void)
 {
+	RUN(every_catalog_that_lists_an_image);
 	RUN(a_catalog_parses_and_the_first_match_wins);
 	RUN(validation_names_the_file_and_the_field);
 	RUN(krm_function_catalog_and_digest_in_the_image);

@@ -161,8 +161,58 @@ TEST(values_past_the_node_limit_are_refused)
 	buf_free(&b);
 }
 
+/* Strict reading: a key twice in one mapping, at any depth, is refused naming both lines;
+ * a second document is refused naming its line; one document, with or without its
+ * markers, is read. */
+TEST(repeated_keys_and_second_documents_are_refused)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+	        {"keys: []\nrequirements: []\nkeys:\n- name: a\n",
+	         "pol: the key 'keys' appears twice, at lines 1 and 3"},
+	        {"a:\n  b: 1\n  c: 2\n  b: 3\n", "appears twice, at lines 2 and 4"},
+	        {"{x: 1, y: 2, x: 1}", "the key 'x' appears twice"},
+	        {"- {k: 1}\n- {k: 1, k: 2}\n", "the key 'k' appears twice, at lines 2 and 2"},
+	        {"keys: []\n---\nrequirements:\n- images: ['*']\n",
+	         "pol: a second YAML document at line 2"},
+	        {"a: 1\n...\n---\n", "a second YAML document at line 3"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct json *j = NULL;
+		struct err *e = NULL;
+		CHECK_INT(json_parse(bad[i].text, strlen(bad[i].text), "pol", &j, &e), -1);
+		CHECK(j == NULL);
+		CHECK_CONTAINS(e ? e->msg : NULL, bad[i].want);
+		err_free(e);
+	}
+	static const char *const good[] = {"a: 1\nb: 2\n", "---\na: 1\n...\n",
+	                                   "{a: {k: 1}, b: {k: 1}}", "- k: 1\n- k: 2\n", ""};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct json *j = NULL;
+		CHECK_INT(json_parse(good[i], strlen(good[i]), "ok", &j, NULL), 0);
+		json_free(j);
+	}
+	/* a large mapping (sorted check) still finds its one repeat */
+	struct buf b;
+	buf_init(&b, 0);
+	for (int i = 0; i < 5000; i++)
+		buf_printf(&b, "k%d: %d\n", i, i);
+	struct json *j = NULL;
+	CHECK_INT(json_parse(b.data, b.len, "big", &j, NULL), 0);
+	CHECK_INT(json_len(j), 5000);
+	json_free(j);
+	buf_printf(&b, "k4321: again\n");
+	struct err *e = NULL;
+	CHECK_INT(json_parse(b.data, b.len, "big", &j, &e), -1);
+	CHECK_CONTAINS(e ? e->msg : NULL, "the key 'k4321' appears twice, at lines 4322 and 5001");
+	err_free(e);
+	buf_free(&b);
+}
+
 int main(void)
 {
+	RUN(repeated_keys_and_second_documents_are_refused);
 	RUN(values_past_the_node_limit_are_refused);
 	RUN(characters_yaml_reads_otherwise_are_escaped);
 	RUN(keys_libyaml_could_not_read_back_are_refused);

@@ -685,7 +685,7 @@ static void rules_for(const struct sig_policy *p, const char *image, const char 
                       const char *want)
 {
 	const struct sig_rule *out[8];
-	size_t n = sig_policy_rules_for(p, image, catalog, out, 8);
+	size_t n = sig_policy_rules_for(p, image, catalog ? &catalog : NULL, catalog ? 1 : 0, out, 8);
 	char got[64] = "";
 	size_t len = 0;
 	for (size_t i = 0; i < n && i < 8; i++)
@@ -719,12 +719,20 @@ TEST(requirements_cover_images_by_pattern_and_catalog)
 
 	/* More than max: the count is all of them, out holds max. */
 	const struct sig_rule *out[2] = {NULL, NULL};
-	CHECK_INT(sig_policy_rules_for(&p, "registry.example.co/fns/set-x", "example-co-functions",
-	                               out, 1),
-	          3);
+	const char *co = "example-co-functions";
+	CHECK_INT(sig_policy_rules_for(&p, "registry.example.co/fns/set-x", &co, 1, out, 1), 3);
 	CHECK(out[0] == &p.rules[0]);
 	CHECK(out[1] == NULL);
-	CHECK_INT(sig_policy_rules_for(&p, "registry.example.co/fns/set-x", NULL, NULL, 0), 2);
+	CHECK_INT(sig_policy_rules_for(&p, "registry.example.co/fns/set-x", NULL, 0, NULL, 0), 2);
+
+	/* an image two admin catalogs list is covered by the requirements of both, in
+	 * whichever order the catalogs were read (issue 29: a vendor catalog read first no
+	 * longer lifts the organisation's requirement) */
+	const char *both[] = {"vendor-functions", "example-co-functions"};
+	const struct sig_rule *got[4];
+	CHECK_INT(sig_policy_rules_for(&p, "docker.io/library/alpine:3", both, 2, got, 4), 2);
+	CHECK(got[0] == &p.rules[1] && got[1] == &p.rules[2]);
+	CHECK_INT(sig_policy_rules_for(&p, "docker.io/library/alpine:3", both + 1, 1, got, 4), 1);
 	sig_policy_clear(&p);
 }
 
@@ -742,7 +750,8 @@ TEST(an_empty_policy_requires_nothing)
 	CHECK_INT(p.n_keys, 0);
 	CHECK_INT(p.n_rules, 0);
 	CHECK(!sig_policy_has_catalogs(&p));
-	CHECK_INT(sig_policy_rules_for(&p, "ghcr.io/any/fn:v1", "any-catalog", NULL, 0), 0);
+	const char *any = "any-catalog";
+	CHECK_INT(sig_policy_rules_for(&p, "ghcr.io/any/fn:v1", &any, 1, NULL, 0), 0);
 	sig_policy_clear(&p);
 }
 
