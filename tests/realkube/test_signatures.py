@@ -431,6 +431,23 @@ spec:
       runtime: {container: {image: %s}}
 """
 
+VENDOR_CATALOG = """apiVersion: config.kubernetes.io/v1alpha1
+kind: Catalog
+metadata: {name: vendor-fns}
+spec:
+  krmFunctions:
+  - group: example.com
+    names: {kind: UnsignedNamespace}
+    versions:
+    - name: v1
+      runtime: {container: {image: IMAGE}}
+  - group: example.com
+    names: {kind: VendorNamespace}
+    versions:
+    - name: v1
+      runtime: {container: {image: IMAGE}}
+"""
+
 
 def kind_app(tmp_path, kind):
     """An app whose one function is named by kind only: a catalog resolves its image."""
@@ -494,3 +511,14 @@ def test_a_requirement_naming_the_admin_catalog(signing, install, tmp_path):
             for c in rec["created"]["spec"]["containers"]] == ["krmpod", "fn"], pods
     r, pods = render(install, kind_app(tmp_path, "UnsignedNamespace"), **dict(base, **env))
     assert_refused(r, pods, pin(unsigned, udigest), "catalogs signed-fns", "no signature found")
+
+    # A vendor's catalog, read first, that lists the same unsigned image (issue 29): the
+    # requirement naming signed-fns still covers it, whichever catalog names the kind.
+    vendor = "/tmp/krmpod-vendor-catalog.yaml"
+    install.sidecar.add_file(vendor, VENDOR_CATALOG.replace("IMAGE", pin(unsigned, udigest))
+                             .encode())
+    env["KRMPOD_DEFAULT_CATALOGS"] = "%s,%s" % (vendor, catalog)
+    for kind in ("UnsignedNamespace", "VendorNamespace"):
+        r, pods = render(install, kind_app(tmp_path, kind), **dict(base, **env))
+        assert_refused(r, pods, pin(unsigned, udigest), "catalogs signed-fns",
+                       "no signature found")
