@@ -156,8 +156,8 @@ static int key_line_cmp(const void *a, const void *b)
 /* Refuses a mapping that holds a key twice, as Kubernetes' strict YAML does: a repeated
  * field would silently replace the first (an admin's requirements below a shipped
  * `requirements: []`). lines[i] is the line of node's key i. */
-static int check_unique_keys(const struct parser *ps, const struct json *node,
-                             const size_t *lines, struct err **err)
+static int check_unique_keys(const struct parser *ps, const struct json *node, const size_t *lines,
+                             struct err **err)
 {
 	if (node->n < 2)
 		return 0;
@@ -167,11 +167,12 @@ static int check_unique_keys(const struct parser *ps, const struct json *node,
 	qsort(kl, node->n, sizeof(*kl), key_line_cmp);
 	for (size_t i = 1; i < node->n; i++)
 		if (strcmp(kl[i - 1].key, kl[i].key) == 0)
-			return err_set(err, ERR_IO,
-			               "%s: the key '%.80s' appears twice, at lines %zu and %zu: krmpod "
-			               "reads YAML strictly (a repeated field would hide the first); "
-			               "keep one",
-			               ps->what, kl[i].key, kl[i - 1].line, kl[i].line);
+			return err_set(
+			        err, ERR_IO,
+			        "%s: the key '%.80s' appears twice, at lines %zu and %zu: krmpod "
+			        "reads YAML strictly (a repeated field would hide the first); "
+			        "keep one",
+			        ps->what, kl[i].key, kl[i - 1].line, kl[i].line);
 	return 0;
 }
 

@@ -108,8 +108,7 @@ static const struct policy_image *catalog_image(const struct policy *p, const ch
 	return i < p->n_images ? &p->images[i] : NULL;
 }
 
-size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out,
-                          size_t max)
+size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out, size_t max)
 {
 	size_t n = 0;
 	for (size_t i = catalog_image_from(p, image, 0); i < p->n_images;

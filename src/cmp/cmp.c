@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/fd_cap.h"
 #include "base/fdio.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -466,7 +467,18 @@ static int render(struct render *r, int out_fd, struct err **err)
 	        .max_output = (size_t)r->cs.max_output,
 	        .max_output_name = "KRMPOD_GENERATE_MAX_OUTPUT",
 	};
+	/* Argo CD keeps a plugin's whole stderr in memory: the render's is bounded */
+	struct fd_cap *cap = NULL;
+	if (fd_cap_pipe(2, (uint64_t)r->cs.max_stderr, "the render's stderr",
+	                "KRMPOD_GENERATE_MAX_STDERR", &cap, err) < 0)
+		return err_wrap(err, "generate");
+	ko.err_fd = fd_cap_fd(cap);
 	int rc = kustomize_run(&ko, &r->out, err);
+	uint64_t dropped = fd_cap_end(cap);
+	if (dropped)
+		log_warn("%llu bytes of the render's stderr were dropped "
+		         "(KRMPOD_GENERATE_MAX_STDERR)",
+		         (unsigned long long)dropped);
 	cleanup_free char *lost = NULL;
 	lost_shims(r, &lost);
 	if (rc < 0)

@@ -124,6 +124,8 @@ static int spawn(const struct kustomize_opts *o, struct child *c, struct err **e
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	if (o->err_fd > 0)
+		posix_spawn_file_actions_adddup2(&fa, o->err_fd, 2);
 	if (o->dir)
 		posix_spawn_file_actions_addchdir_np(&fa, o->dir);
 	posix_spawnattr_t attr;

@@ -41,6 +41,7 @@ struct kustomize_opts {
 	const char *dir;   /* kustomize's working directory (the shims inherit it); NULL: ours */
 	size_t max_output; /* the most bytes of stdout (0: LIMIT_GENERATE_OUTPUT) */
 	const char *max_output_name; /* the setting to name past it ("KRMPOD_..."), or NULL */
+	int err_fd; /* kustomize's stderr (generate's cap, base/fd_cap.h); 0: ours */
 };
 
 /* Runs kustomize to completion. Returns 0 when it exited 0, with its stdout in *out.

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fd_cap.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "config/settings.h"
@@ -15,6 +16,7 @@
 /* Argo CD's repo-server takes at most 100 MiB from a plugin (ARGOCD_GRPC_MAX_SIZE_MB), the
  * manifests as JSON strings in one gRPC message: 90 MiB of YAML leaves room for that. */
 #define DEFAULT_GENERATE_MAX_OUTPUT (90ll << 20)
+#define DEFAULT_GENERATE_MAX_STDERR (4ll << 20)
 /* A sidecar killed mid-render (the repo-server pod deleted or rolled) leaves its pods to
  * their deadline; the next generates sweep them, one LIST at most this often. */
 #define DEFAULT_GC_INTERVAL_MS (5 * 60 * 1000)
@@ -107,6 +109,15 @@ static int load(struct cmp_settings *s, char *const *envp, struct err **err)
 		               "KRMPOD_GENERATE_MAX_OUTPUT=%s: use a size from 1 to %uMi (Argo CD "
 		               "takes at most ARGOCD_GRPC_MAX_SIZE_MB, 100 MiB by default)",
 		               mo, (unsigned)(LIMIT_GENERATE_OUTPUT >> 20));
+	s->max_stderr = DEFAULT_GENERATE_MAX_STDERR;
+	const char *me = settings_env(envp, "KRMPOD_GENERATE_MAX_STDERR");
+	if (me && settings_parse_size("KRMPOD_GENERATE_MAX_STDERR", me, &s->max_stderr, err) < 0)
+		return -1;
+	if (s->max_stderr < FD_CAP_MIN)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_GENERATE_MAX_STDERR=%s: at least %d bytes (it keeps the "
+		               "first and the last half of a render's stderr)",
+		               me, FD_CAP_MIN);
 	s->prestart = true;
 	const char *pre = settings_env(envp, "KRMPOD_PRESTART");
 	if (pre && settings_parse_bool("KRMPOD_PRESTART", pre, &s->prestart, err) < 0)

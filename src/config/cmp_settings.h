@@ -26,6 +26,11 @@ struct cmp_settings {
 	 * plugin (its gRPC limit, ARGOCD_GRPC_MAX_SIZE_MB), and fails with its own error past
 	 * it; krmpod fails first, naming both. */
 	int64_t max_output;
+	/* KRMPOD_GENERATE_MAX_STDERR (default 4Mi, at least FD_CAP_MIN): the most bytes of a
+	 * render's stderr (kustomize's, every shim's) that reach Argo CD, which keeps a plugin's
+	 * whole stderr in memory: the first and last half, the bytes between dropped and
+	 * counted (base/fd_cap.h). Each function is capped first by KRMPOD_MAX_STDERR. */
+	int64_t max_stderr;
 	char *shim_dir;       /* KRMPOD_SHIM_DIR, or NULL: generate makes a private one */
 	bool prestart;        /* KRMPOD_PRESTART=true|false (default true): see cmp/prestart.h */
 	size_t prestart_max;  /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */

@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/fd_cap.h"
 #include "base/fdio.h"
 #include "base/xalloc.h"
 
@@ -742,6 +743,16 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	s->max_output = 64LL << 20;
 	if (omax && settings_parse_size("KRMPOD_MAX_OUTPUT", omax, &s->max_output, err) < 0)
 		return -1;
+	const char *emax = settings_env(e, "KRMPOD_MAX_STDERR");
+	s->max_stderr = 1LL << 20;
+	if (emax && settings_parse_size("KRMPOD_MAX_STDERR", emax, &s->max_stderr, err) < 0)
+		return -1;
+	if (s->max_stderr < FD_CAP_MIN)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "KRMPOD_MAX_STDERR=%s: at least %d bytes (it keeps the first and the "
+		        "last half of a function's stderr)",
+		        emax, FD_CAP_MIN);
 	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0 ||
 	    load_net_gate(e, s, err) < 0 || load_pull_secrets(e, s, err) < 0)
 		return -1;

@@ -70,6 +70,10 @@ struct settings {
 	/* KRMPOD_MAX_OUTPUT: the most stdout one function may write (default 64 MiB, well below
 	 * the sidecar's 512 Mi and Argo CD's 100 MiB for a whole render); more fails the call. */
 	int64_t max_output;
+	/* KRMPOD_MAX_STDERR: the most of one function's stderr (and the shim's own messages
+	 * while it runs) that reaches kustomize's stderr (default 1 MiB): the first and the last
+	 * half of it, with a line saying how much was dropped between (base/fd_cap.h). */
+	int64_t max_stderr;
 	/* Which resources came from KRMPOD_* variables (SETTINGS_SET_*): a PodTemplate's
 	 * resources are defaults for the others. */
 	unsigned resources_set;

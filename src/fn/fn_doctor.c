@@ -269,8 +269,8 @@ static void check_signatures(struct report *r, const struct settings *s, atomic_
 	for (size_t i = 0; i < p.n_images; i++) {
 		struct fn_trust_view v;
 		const char *catalogs[FN_TRUST_MAX_CATALOGS];
-		size_t n = policy_catalogs_of(&p, p.images[i].image, catalogs,
-		                              FN_TRUST_MAX_CATALOGS);
+		size_t n =
+		        policy_catalogs_of(&p, p.images[i].image, catalogs, FN_TRUST_MAX_CATALOGS);
 		fn_trust_view(s, &sp, p.images[i].image, catalogs, n, &v);
 		if (v.required && v.valid)
 			line(r, "ok", "signature of %s (%s): by %s, valid: %s", p.images[i].image,

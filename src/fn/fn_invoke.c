@@ -6,6 +6,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/fd_cap.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
@@ -13,6 +14,7 @@
 #include "catalog/policy.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
+#include "fn/fn_run.h"
 #include "kube/kubeconfig.h"
 
 /* The image policy (catalog/policy.h), before any pod exists. */
@@ -30,6 +32,25 @@ static int check_policy(const struct settings *s, const struct fn_request *req, 
 	return rc;
 }
 
+/* fn_run with the function's stderr (everything written to io->err_fd meanwhile: the
+ * stream, the pod log, a pool session, the shim's own messages) bounded by
+ * KRMPOD_MAX_STDERR; krmpod's final error, printed after, is not. */
+static int run_capped(struct kube_config *cfg, const struct settings *s, struct fn_request *req,
+                      const struct fn_io *io, int *exit_code, struct err **err)
+{
+	cleanup_free char *what = xasprintf("the stderr of %s", req->image);
+	struct fd_cap *cap = NULL;
+	if (fd_cap_redirect(io->err_fd, (uint64_t)s->max_stderr, what, "KRMPOD_MAX_STDERR", &cap,
+	                    err) < 0)
+		return -1;
+	int rc = fn_run(cfg, s, req, io, exit_code, err);
+	uint64_t dropped = fd_cap_end(cap);
+	if (dropped)
+		log_warn("%s: %llu bytes of its stderr were dropped (KRMPOD_MAX_STDERR)",
+		         req->image, (unsigned long long)dropped);
+	return rc;
+}
+
 int fn_invoke(char *const *envp, struct fn_request *req, const struct fn_io *io, int *exit_code,
               struct err **err)
 {
@@ -43,7 +64,7 @@ int fn_invoke(char *const *envp, struct fn_request *req, const struct fn_io *io,
 		rc = fn_config_apply_request(&s, cfg, req, err);
 	if (rc == 0) {
 		log_debug("cluster %s (%s), namespace %s", cfg->server, cfg->source, s.namespace);
-		rc = fn_run(cfg, &s, req, io, exit_code, err);
+		rc = run_capped(cfg, &s, req, io, exit_code, err);
 	}
 	if (rc < 0)
 		err_wrap(err, "run function %s", req->image);

@@ -26,10 +26,11 @@ static int covering(const struct sig_policy *sp, const char *image, const char *
                     struct err **err)
 {
 	if (n_catalogs > FN_TRUST_MAX_CATALOGS)
-		return err_set(err, ERR_CONFIG,
-		               "%zu admin catalogs list %s; krmpod checks the requirements of at most "
-		               "%d (FN_TRUST_MAX_CATALOGS): list it in fewer",
-		               n_catalogs, image, FN_TRUST_MAX_CATALOGS);
+		return err_set(
+		        err, ERR_CONFIG,
+		        "%zu admin catalogs list %s; krmpod checks the requirements of at most "
+		        "%d (FN_TRUST_MAX_CATALOGS): list it in fewer",
+		        n_catalogs, image, FN_TRUST_MAX_CATALOGS);
 	*n = sig_policy_rules_for(sp, image, catalogs, n_catalogs, rules, MAX_RULES);
 	if (*n > MAX_RULES)
 		return err_set(err, ERR_CONFIG,

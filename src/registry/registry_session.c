@@ -179,8 +179,10 @@ static int authorize_elsewhere(struct registry_session *s, const char *host, con
 		         creds.user == NULL) {
 			err_set(err, ERR_CONFIG,
 			        "%s: %s, where the registry %s redirected the request, wants "
-			        "credentials, and KRMPOD_REGISTRY_AUTH has none for %s: krmpod sends a "
-			        "registry's credentials to that registry only; add an auths entry for "
+			        "credentials, and KRMPOD_REGISTRY_AUTH has none for %s: krmpod "
+			        "sends a "
+			        "registry's credentials to that registry only; add an auths entry "
+			        "for "
 			        "%s if it needs its own",
 			        e->msg, host, s->registry, host, host);
 			if (err)
@@ -194,12 +196,13 @@ static int authorize_elsewhere(struct registry_session *s, const char *host, con
 	} else if (rc == 0 && strcasecmp(ch.scheme, "Basic") == 0 && creds.user) {
 		*authorization = registry_auth_basic(&creds);
 	} else if (rc == 0) {
-		rc = err_set(err, ERR_CONFIG,
-		             "GET %s: %s, where the registry %s redirected the request, asks for %s "
-		             "authentication, and KRMPOD_REGISTRY_AUTH has no credentials for %s: "
-		             "krmpod sends a registry's credentials to that registry only; add an "
-		             "auths entry for %s if it needs its own",
-		             url, host, s->registry, ch.scheme, host, host);
+		rc = err_set(
+		        err, ERR_CONFIG,
+		        "GET %s: %s, where the registry %s redirected the request, asks for %s "
+		        "authentication, and KRMPOD_REGISTRY_AUTH has no credentials for %s: "
+		        "krmpod sends a registry's credentials to that registry only; add an "
+		        "auths entry for %s if it needs its own",
+		        url, host, s->registry, ch.scheme, host, host);
 		if (err)
 			(*err)->http_status = 401;
 	}
@@ -239,8 +242,9 @@ int registry_session_get(struct registry_session *s, const char *path, const cha
 			if (home_answered) {
 				rc = denied(s, e->msg, err);
 			} else {
-				rc = err_set(err, ERR_CONFIG, "%s (where the registry %s redirected)",
-				             e->msg, s->registry);
+				rc = err_set(err, ERR_CONFIG,
+				             "%s (where the registry %s redirected)", e->msg,
+				             s->registry);
 				if (err)
 					(*err)->http_status = 401;
 			}
@@ -254,8 +258,8 @@ int registry_session_get(struct registry_session *s, const char *path, const cha
 			elsewhere = xstrdup(r->url ? r->url : g.url);
 			log_debug("GET %s: 401 from %s after a redirect; its own credentials only",
 			          elsewhere, from ? from : "?");
-			rc = authorize_elsewhere(s, from ? from : "?", elsewhere, r, &elsewhere_auth,
-			                         err);
+			rc = authorize_elsewhere(s, from ? from : "?", elsewhere, r,
+			                         &elsewhere_auth, err);
 		}
 		if (rc < 0)
 			break;

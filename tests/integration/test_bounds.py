@@ -99,3 +99,50 @@ def test_the_cap_holds_through_the_render_s_session(kubesim, tmp_path):
                             KRMPOD_WARM_POOL_IMAGES=POOLED, KRMPOD_WARM_POOL_TTL="1ms"),
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=True)
     assert pool_pods(kubesim) == []
+
+
+def test_a_function_s_stderr_is_capped_head_and_tail(kubesim):
+    """6 MiB of a function's stderr with KRMPOD_MAX_STDERR=64Ki: its first and last lines
+    pass, with one line saying how much was dropped between; its stdout is whole. Before
+    issue 29 all of it passed, whatever the output caps said."""
+    data = b"apiVersion: v1\nkind: ResourceList\nitems: []\n"
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/noisy:v1"], stdin=data,
+                 env=base_env(kubesim, KRMPOD_MAX_STDERR="64Ki"))
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 0 and r.stdout == data, err[-3000:]
+    assert len(r.stderr) < (64 << 10) + (16 << 10), len(r.stderr)
+    assert "noisy: FIRST" in err and "noisy: LAST" in err, err[-3000:]
+    assert ("bytes of the stderr of example.com/noisy:v1 dropped here: KRMPOD_MAX_STDERR=65536 "
+            "keeps the first 32768 and the last 32768 bytes]") in err, err[-3000:]
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/noisy:v1"], stdin=data,
+                 env=base_env(kubesim, KRMPOD_MAX_STDERR="1k"))
+    assert r.returncode == 125 and b"KRMPOD_MAX_STDERR=1k: at least 4096 bytes" in r.stderr, \
+        r.stderr[-2000:]
+
+
+def test_a_render_s_stderr_is_capped(kubesim, tmp_path):
+    """Two noisy functions in one render, each capped at 1 MiB, the render at 256 KiB
+    (KRMPOD_GENERATE_MAX_STDERR): what generate writes to stderr stays under the render's
+    cap, says what it dropped, and the manifests are whole."""
+    from test_generate import cmp_env, generate
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- f1.yaml\n- f2.yaml\n")
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
+                                 "data:\n  k: v\n")
+    for name in ("f1", "f2"):
+        (app / (name + ".yaml")).write_text(
+            "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: %s\n  annotations:\n"
+            "    config.kubernetes.io/function: |\n      container:\n"
+            "        image: example.com/fns/noisy:v1\n" % name)
+    env = cmp_env(kubesim, tmp_path, KRMPOD_MAX_STDERR="1Mi",
+                  KRMPOD_GENERATE_MAX_STDERR="256Ki")
+    r = generate(app, env)
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 0, err[-3000:]
+    assert b"name: cm" in r.stdout and b"k: v" in r.stdout, r.stdout
+    assert len(r.stderr) < (256 << 10) + (16 << 10), len(r.stderr)
+    assert "of the render's stderr dropped here: KRMPOD_GENERATE_MAX_STDERR=262144" in err, \
+        err[-3000:]
+    assert err.count("noisy: FIRST") >= 1 and "noisy: LAST" in err, err[-3000:]

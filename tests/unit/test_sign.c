@@ -685,7 +685,8 @@ static void rules_for(const struct sig_policy *p, const char *image, const char 
                       const char *want)
 {
 	const struct sig_rule *out[8];
-	size_t n = sig_policy_rules_for(p, image, catalog ? &catalog : NULL, catalog ? 1 : 0, out, 8);
+	size_t n =
+	        sig_policy_rules_for(p, image, catalog ? &catalog : NULL, catalog ? 1 : 0, out, 8);
 	char got[64] = "";
 	size_t len = 0;
 	for (size_t i = 0; i < n && i < 8; i++)
