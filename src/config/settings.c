@@ -627,6 +627,15 @@ static int load_mode(char *const *e, struct settings *s, struct err **err)
 		s->mode = FN_MODE_EXEC;
 	else
 		return err_set(err, ERR_CONFIG, "KRMPOD_MODE=%s: use auto, attach or exec", v);
+	const char *u = settings_env(e, "KRMPOD_ATTACH_UNVERIFIED");
+	s->attach_unverified = false;
+	if (u && strcmp(u, "allow") == 0)
+		s->attach_unverified = true;
+	else if (u && strcmp(u, "deny") != 0)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_ATTACH_UNVERIFIED=%s: use deny (the default: attach-mode "
+		               "output krmpod cannot prove complete fails the call) or allow",
+		               u);
 	if (s->mode == FN_MODE_EXEC && s->helper_image == NULL)
 		return err_set(
 		        err, ERR_CONFIG,

@@ -125,6 +125,11 @@ struct settings {
 	 * exec and auto a function whose image config cannot be read from its registry runs in
 	 * attach mode; auto without KRMPOD_HELPER_IMAGE runs everything in attach mode. */
 	enum fn_mode mode;
+	/* KRMPOD_ATTACH_UNVERIFIED=deny|allow (default deny): whether attach mode may use output
+	 * it cannot prove complete (bytes only the pod log has, where stdout and stderr are one
+	 * stream; a log that does not line up with the attach; one too long to check). deny
+	 * fails the call naming the function, the reason and the settings for exec mode. */
+	bool attach_unverified;
 	/* KRMPOD_REGISTRY_MIRRORS "registry=host[:port],...": where a registry's API is read
 	 * instead (image configs and OCI catalogs), for air-gapped clusters and tests. */
 	struct label *registry_mirrors;

@@ -28,17 +28,46 @@
  * otherwise. Putting it on stdout is said once, as a warning, since stderr lines may be in
  * it; stderr is the safe side and needs no warning. What goes to stdout counts against
  * KRMPOD_MAX_OUTPUT with the `stdout_before` bytes the attach delivered. */
+/* Attach-mode output krmpod cannot prove complete (reason says why): used only with
+ * KRMPOD_ATTACH_UNVERIFIED=allow (a warning), else the call fails naming the function and
+ * the settings that give exec mode, which counts every byte. Returns 0 or -1. */
+static int unproven(struct fn_pod *p, const char *reason, struct err **err)
+{
+	const struct fn_request *req = fn_pod_request(p);
+	if (fn_pod_settings(p)->attach_unverified) {
+		log_warn("function %s: pod %s/%s: %s; used unproven "
+		         "(KRMPOD_ATTACH_UNVERIFIED=allow)",
+		         req->image, fn_pod_namespace(p), fn_pod_name(p), reason);
+		return 0;
+	}
+	return err_set(err, ERR_POD,
+	               "function %s: pod %s/%s: %s, so its output cannot be proven complete in "
+	               "attach mode and is not used. Exec mode counts every byte: it needs "
+	               "KRMPOD_HELPER_IMAGE and the image's entrypoint, read from its registry "
+	               "(KRMPOD_REGISTRY_MIRRORS, KRMPOD_REGISTRY_AUTH, KRMPOD_REGISTRY_CA) or "
+	               "recorded in an admin catalog; or accept unproven output with "
+	               "KRMPOD_ATTACH_UNVERIFIED=allow (docs/reliability.md)",
+	               req->image, fn_pod_namespace(p), fn_pod_name(p), reason);
+}
+
 static int write_log_output(struct fn_pod *p, const struct fn_io *io, const char *data, size_t n,
-                            bool to_stdout, uint64_t stdout_before, const char *when,
-                            struct err **err)
+                            bool to_stdout, uint64_t stdout_before, bool succeeded,
+                            const char *when, struct err **err)
 {
 	if (n == 0)
 		return 0;
 	if (to_stdout && fn_pod_check_output(p, stdout_before + n, true, err) < 0)
 		return -1;
+	char reason[256];
+	snprintf(reason, sizeof(reason),
+	         "%s: its %zu bytes written then are only in the pod log, where stdout and "
+	         "stderr cannot be told apart",
+	         when, n);
+	if (succeeded && unproven(p, reason, err) < 0)
+		return -1;
 	if (to_stdout)
-		log_warn("%s: its %zu bytes of output come from the pod log, where stdout "
-		         "and stderr cannot be told apart: all of it goes to stdout",
+		log_info("%s: its %zu bytes of output come from the pod log: all of it goes to "
+		         "stdout",
 		         when, n);
 	else
 		log_info("%s: its %zu bytes of output come from the pod log and go to stderr", when,
@@ -56,13 +85,21 @@ int fn_output_from_log(struct fn_pod *p, const struct pod_state *st, const struc
 	if (fn_pod_read_log(p, LIMIT_POD_LOG + 1, LIMIT_POD_LOG, &log, &total, err) < 0)
 		return err_wrap(err, "read the log of pod %s/%s", fn_pod_namespace(p),
 		                fn_pod_name(p));
-	if (total > LIMIT_POD_LOG)
-		log_warn("the pod log is longer than %u bytes; the rest is cut",
+	bool succeeded = st->exit_code == 0;
+	if (total > LIMIT_POD_LOG) {
+		char reason[160];
+		snprintf(reason, sizeof(reason),
+		         "the pod log is longer than %u bytes (LIMIT_POD_LOG): the rest is cut",
 		         (unsigned)LIMIT_POD_LOG);
+		if (succeeded && unproven(p, reason, err) < 0)
+			return -1;
+		if (!succeeded)
+			log_warn("%s", reason);
+	}
 	char when[96];
 	snprintf(when, sizeof(when), "the function exited (code %d) before krmpod attached",
 	         st->exit_code);
-	return write_log_output(p, io, log.data, log.len, st->exit_code == 0, 0, when, err);
+	return write_log_output(p, io, log.data, log.len, succeeded, 0, succeeded, when, err);
 }
 
 int fn_output_log_split(const char *head, size_t head_len, size_t log_len, bool cut,
@@ -136,21 +173,28 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
                                bool need_stdout, struct err **err)
 {
 	uint64_t attached = res->bytes_out + res->bytes_err;
-	/* Enough to see a byte past what should be there; for a larger output only the head,
-	 * where what came before the attach is, and no check of the rest. */
+	bool succeeded = pre_to_stdout || need_stdout; /* the function exited 0 */
+	char reason[320];
+	/* Enough to see a byte past what should be there. Only the head, where what came
+	 * before the attach is, is kept: the rest is counted as it is read, so any length is
+	 * checked in bounded memory. */
 	const size_t head = LIMIT_PREATTACH_LOG + LOG_MATCH_BYTES;
 	uint64_t want = attached + LIMIT_PREATTACH_LOG + 1;
-	bool checkable = want <= LIMIT_POD_LOG;
+	bool checkable = want <= (uint64_t)SIZE_MAX;
 	size_t limit = checkable ? (size_t)want : head;
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
 	cleanup_err struct err *e = NULL;
 	size_t total = 0;
 	if (fn_pod_read_log(p, limit, head, &log, &total, &e) < 0) {
-		log_warn("could not read the pod log to recover output written before the attach "
-		         "and to check that none was lost (%s)",
-		         e->msg);
-		return 0;
+		snprintf(
+		        reason, sizeof(reason),
+		        "its pod log could not be read to recover output written before the attach "
+		        "and to check that none was lost (%.200s)",
+		        e->msg);
+		if (!succeeded)
+			log_warn("%s", reason);
+		return succeeded ? unproven(p, reason, err) : 0;
 	}
 	size_t pre = 0, missing = 0;
 	/* The container has ended, but its runtime may not have written its log to the end
@@ -162,18 +206,26 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 			break;
 		if (now_ms() >= until || sleep_ms(LOG_SETTLE_STEP_MS, fn_pod_cancel_flag(p)) ||
 		    reread_log(p, limit, head, &log, &total) < 0) {
-			log_warn("the pod log (%zu bytes) does not line up with the %llu bytes the "
+			snprintf(reason, sizeof(reason),
+			         "the pod log (%zu bytes) does not line up with the %llu bytes the "
 			         "attach delivered (rotated, or stdout and stderr ordered "
-			         "differently): output written before the attach, if any, is not "
-			         "recovered, and the output is not checked",
+			         "differently): output written before the attach cannot be "
+			         "recovered",
 			         total, (unsigned long long)attached);
-			return 0;
+			if (!succeeded)
+				log_warn("%s", reason);
+			return succeeded ? unproven(p, reason, err) : 0;
 		}
 	}
-	if (!checkable)
-		log_debug(
-		        "%llu bytes of output: only the start of the pod log was read, not checked",
-		        (unsigned long long)attached);
+	if (!checkable && succeeded) {
+		snprintf(reason, sizeof(reason),
+		         "%llu bytes of output are more than the pod log check reads "
+		         "(LIMIT_POD_LOG, "
+		         "%u bytes): none lost cannot be shown",
+		         (unsigned long long)attached, (unsigned)LIMIT_POD_LOG);
+		if (unproven(p, reason, err) < 0)
+			return -1;
+	}
 	if (missing > 0 && checkable)
 		return err_set(err, ERR_NET,
 		               "function %s: pod %s/%s: the attach stream ended after %llu bytes, "
@@ -196,12 +248,17 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 		        "incomplete, so it is not used",
 		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p), pre);
 	if (pre > log.len) {
-		log_warn("%zu bytes were written before the attach; only the first %zu are "
+		snprintf(reason, sizeof(reason),
+		         "%zu bytes were written before the attach; only the first %zu can be "
 		         "recovered",
 		         pre, log.len);
+		if (succeeded && unproven(p, reason, err) < 0)
+			return -1;
+		if (!succeeded)
+			log_warn("%s", reason);
 		pre = log.len;
 	}
-	return write_log_output(p, io, log.data, pre, pre_to_stdout, res->bytes_out,
+	return write_log_output(p, io, log.data, pre, pre_to_stdout, res->bytes_out, succeeded,
 	                        "the function wrote output before krmpod attached", err);
 }
 

@@ -124,6 +124,11 @@ def exec_settings():
     return {k: v for k, v in _EXEC.items() if k != "registry"}
 
 
+# Attach-mode output krmpod cannot prove complete fails the call by default (issue 29); a
+# test of how such output is recovered accepts it, as an admin may, by this setting.
+ATTACH_ALLOW = {"KRMPOD_ATTACH_UNVERIFIED": "allow"}
+
+
 def base_env(sim, shim_dir=None, **extra):
     env = {
         "PATH": (shim_dir + ":" if shim_dir else "") + os.environ.get("PATH", "/usr/bin:/bin"),

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import (IS_ASAN, KRMPOD_BIN, KUSTOMIZE_RUN, base_env, exec_settings, run_shim,
+from conftest import (ATTACH_ALLOW, IS_ASAN, KRMPOD_BIN, KUSTOMIZE_RUN, base_env, exec_settings, run_shim,
                       shim_link)
 
 # the peak RSS of one child, from a Python that runs only it
@@ -67,7 +67,8 @@ def test_the_cap_holds_for_output_only_the_pod_log_has(kubesim):
     assert r.returncode == 125 and r.stdout == b"", err
     assert "only its pod log holds) passed KRMPOD_MAX_OUTPUT (1048576 bytes)" in err, err
     kubesim.faults(attach_no_container=1)
-    r = run_shim(kubesim, call, stdin=b"x", env=base_env(kubesim, KRMPOD_MAX_OUTPUT="4Mi"))
+    r = run_shim(kubesim, call, stdin=b"x",
+                 env=base_env(kubesim, KRMPOD_MAX_OUTPUT="4Mi", **ATTACH_ALLOW))
     assert r.returncode == 0 and r.stdout == b"x" * (2 << 20), r.stderr.decode()[-2000:]
     assert "come from the pod log" in r.stderr.decode(), r.stderr.decode()[-2000:]
 

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim
+from conftest import ATTACH_ALLOW, KUSTOMIZE_RUN, base_env, no_sanitizer_reports, run_shim
 from test_generate import cmp_env, generate
 
 HEX = "a428de" + "0" * 58
@@ -201,7 +201,8 @@ def test_first_match_across_catalogs_and_layers(kubesim, tmp_path):
     write(overlay / "label.yaml", label_config())
     admins = "%s,%s" % (admin_catalog(tmp_path, first), write(tmp_path / "admin" / "s.yaml",
                                                               second))
-    r = generate(overlay, cmp_env(kubesim, tmp_path, KRMPOD_TRUSTED_CATALOGS=admins))
+    r = generate(overlay, cmp_env(kubesim, tmp_path, KRMPOD_TRUSTED_CATALOGS=admins,
+                                  **ATTACH_ALLOW))  # printenv writes before it reads
     err = r.stderr.decode()
     assert r.returncode == 0, err
     # where: relative to the kustomization generate runs in

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from conftest import (EXEC_MODE, KUSTOMIZE_RUN, base_env, in_cluster_env, no_sanitizer_reports,
+from conftest import (ATTACH_ALLOW, EXEC_MODE, KUSTOMIZE_RUN, base_env, in_cluster_env, no_sanitizer_reports,
                       run_shim, start_shim)
 
 CAT = KUSTOMIZE_RUN + ["example.com/cat:v1"]
@@ -334,7 +334,7 @@ def test_output_written_before_the_attach_survives_a_log_not_written_to_its_end(
         return
     from test_generate import cmp_env, fn_app, generate
     app = fn_app(tmp_path, "example.com/stderr-first:v1")
-    env = cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="true")
+    env = cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="true", **ATTACH_ALLOW)
     first = generate(app, env)
     assert first.returncode == 0, first.stderr.decode()
     err = first.stderr.decode()
@@ -347,20 +347,29 @@ def test_output_written_before_the_attach_survives_a_log_not_written_to_its_end(
     assert err.count("hello from stderr before stdin") == 1, err
 
 
-def test_a_log_that_never_lines_up_is_said_at_warning_level(kubesim, tmp_path):
+def test_a_log_that_never_lines_up_fails_closed(kubesim, tmp_path):
     """A pod log that stays shorter than the attach's start for all of its re-reads (2 s):
-    krmpod cannot recover output written before the attach, and says so as a warning (it
-    was a debug line, so the loss was silent). The attach's own output is whole."""
+    krmpod cannot recover output written before the attach. By default the render fails
+    naming the function and why (issue 29: it warned and exited 0, and the early line was
+    lost); with KRMPOD_ATTACH_UNVERIFIED=allow it warns and the attach's own output is
+    used."""
     if EXEC_MODE:
         return
     from test_generate import cmp_env, fn_app, generate
     app = fn_app(tmp_path, "example.com/stderr-first:v1")
-    env = cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="true")
+    env = cmp_env(kubesim, tmp_path, KRMPOD_PRESTART="true", **ATTACH_ALLOW)
     first = generate(app, env)
     assert first.returncode == 0, first.stderr.decode()
     kubesim.faults(log_lag_bytes=1 << 20, log_lag_count=1000)
     r = generate(app, env)
     err = r.stderr.decode()
     assert r.returncode == 0 and r.stdout == first.stdout, err
-    assert "warning: the pod log (0 bytes) does not line up with the" in err, err
-    assert "output written before the attach, if any, is not recovered" in err, err
+    assert "warning: function example.com/stderr-first:v1" in err, err
+    assert "the pod log (0 bytes) does not line up with the" in err, err
+    assert "used unproven (KRMPOD_ATTACH_UNVERIFIED=allow)" in err, err
+    del env["KRMPOD_ATTACH_UNVERIFIED"]
+    r = generate(app, env)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and r.stdout == b"", err
+    assert "error: run function example.com/stderr-first:v1" in err, err
+    assert "does not line up" in err and "cannot be proven complete" in err, err

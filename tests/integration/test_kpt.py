@@ -33,7 +33,7 @@ import time
 
 import pytest
 
-from conftest import EXEC_MODE, fn_container, HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
+from conftest import ATTACH_ALLOW, EXEC_MODE, fn_container, HELPER_IMAGE, IMAGES, KRMPOD_BIN, ROOT, base_env, no_sanitizer_reports
 
 from kptlib import (GROUP_ID, KPT, KPTFILE, RESOURCES, USER_ID, assert_same, chown_tree,
                     docker_dir, hermetic_env, kpt, tree)
@@ -224,7 +224,9 @@ def test_doc(kubesim, tmp_path, image, want_rc, want_out):
     for name in ("pods", "direct"):
         root = tmp_path / name
         root.mkdir()
-        env = pods_env(kubesim, str(root)) if name == "pods" else direct_env(str(root))
+        # `--help` ends at once: its output may be in the pod log only
+        env = pods_env(kubesim, str(root), **ATTACH_ALLOW) if name == "pods" \
+            else direct_env(str(root))
         t0 = time.time()
         runs[name] = kpt(["fn", "doc", "--image", image], root, env)
         assert time.time() - t0 < 60, (name, "kpt fn doc took too long")

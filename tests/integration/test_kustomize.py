@@ -2,7 +2,7 @@
 import os
 import shutil
 
-from conftest import IMAGES, ROOT, base_env, kustomize, no_sanitizer_reports
+from conftest import ATTACH_ALLOW, IMAGES, ROOT, base_env, kustomize, no_sanitizer_reports
 
 APP = os.path.join(ROOT, "tests", "fixtures", "kustomize", "transform-generate")
 DIRECT = os.path.join(ROOT, "tests", "fixtures")
@@ -68,7 +68,7 @@ def test_stderr_before_stdin_reaches_kustomize_user(kubesim, shim_dir, tmp_path)
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fn\n  annotations:\n"
         "    config.kubernetes.io/function: |\n      container:\n"
         "        image: example.com/stderr-first:v1\n")
-    r = kustomize(str(app), base_env(kubesim, shim_dir))
+    r = kustomize(str(app), base_env(kubesim, shim_dir, **ATTACH_ALLOW))
     assert r.returncode == 0, r.stderr.decode()
     assert b"hello from stderr before stdin" in r.stderr
     assert b"name: web" in r.stdout
