@@ -79,8 +79,7 @@ bool policy_shared(const struct policy *p, const char *image);
  * matches it), each once, in the order the catalogs were read: up to max of them go to out
  * (borrowed from p); returns how many there are. A requirement naming any of them covers
  * the image, whichever catalog was read first. */
-size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out,
-                          size_t max);
+size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out, size_t max);
 
 /* Whether image matches pattern ('*' any run of characters, everything else literal). */
 bool policy_pattern_match(const char *pattern, const char *image);

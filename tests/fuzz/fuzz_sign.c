@@ -53,7 +53,8 @@ static void check_line(const char *line, size_t len, void *arg)
 		return;
 	char *image = fuzz_cstr((const uint8_t *)line, len);
 	const struct sig_rule *out[4];
-	size_t n = sig_policy_rules_for(l->p, image, image, out, 4);
+	const char *catalogs[] = {image};
+	size_t n = sig_policy_rules_for(l->p, image, catalogs, 1, out, 4);
 	for (size_t i = 0; i < n && i < 4; i++)
 		if (out[i] < l->p->rules || out[i] >= l->p->rules + l->p->n_rules)
 			fuzz_fail("a requirement that is not the policy's");

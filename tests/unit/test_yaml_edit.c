@@ -38,9 +38,12 @@ static char *doc_json(const char *text, int n)
 		if (p == NULL)
 			return xstrdup("(no such document)");
 	}
+	/* this document only: json_parse refuses a second one */
+	const char *end = strstr(p + 1, "\n---");
+	size_t len = end ? (size_t)(end - p) + 1 : strlen(p);
 	struct json *j = NULL;
 	struct err *e = NULL;
-	if (json_parse(p, strlen(p), "doc", &j, &e) < 0) {
+	if (json_parse(p, len, "doc", &j, &e) < 0) {
 		err_free(e);
 		return xstrdup("(unparseable)");
 	}
