@@ -414,39 +414,14 @@ def test_a_policy_asking_for_a_transparency_log_is_refused(signing, install, tmp
     assert_refused(r, pods, "transparencyLog", "offline")
 
 
-CATALOG = """apiVersion: config.kubernetes.io/v1alpha1
-kind: Catalog
-metadata: {name: signed-fns}
-spec:
-  krmFunctions:
-  - group: example.com
-    names: {kind: SignedNamespace}
-    versions:
-    - name: v1
-      runtime: {container: {image: %s}}
-  - group: example.com
-    names: {kind: UnsignedNamespace}
-    versions:
-    - name: v1
-      runtime: {container: {image: %s}}
-"""
-
-VENDOR_CATALOG = """apiVersion: config.kubernetes.io/v1alpha1
-kind: Catalog
-metadata: {name: vendor-fns}
-spec:
-  krmFunctions:
-  - group: example.com
-    names: {kind: UnsignedNamespace}
-    versions:
-    - name: v1
-      runtime: {container: {image: IMAGE}}
-  - group: example.com
-    names: {kind: VendorNamespace}
-    versions:
-    - name: v1
-      runtime: {container: {image: IMAGE}}
-"""
+def catalog_text(name, kinds):
+    """A catalog named `name` whose functions (group example.com, version v1) are kinds:
+    [(kind, image)]."""
+    return ("apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\n"
+            "metadata: {name: %s}\nspec:\n  krmFunctions:\n" % name +
+            "".join("  - group: example.com\n    names: {kind: %s}\n    versions:\n"
+                    "    - name: v1\n      runtime: {container: {image: %s}}\n" % (kind, image)
+                    for kind, image in kinds))
 
 
 def kind_app(tmp_path, kind):
@@ -472,8 +447,9 @@ def test_a_requirement_naming_the_admin_catalog(signing, install, tmp_path):
     assert udigest != digest
     pin = lambda image, d: image.rsplit(":", 1)[0] + "@" + d
     catalog = "/tmp/krmpod-signed-catalog.yaml"
-    install.sidecar.add_file(catalog, (CATALOG % (pin(signed, digest), pin(unsigned, udigest)))
-                             .encode())
+    install.sidecar.add_file(catalog, catalog_text("signed-fns", [
+        ("SignedNamespace", pin(signed, digest)),
+        ("UnsignedNamespace", pin(unsigned, udigest))]).encode())
     # the policy covers the catalog only: no image pattern
     policy = signing.policy().replace('  - images: ["%s/*"]\n' % SIGNED,
                                       "  - catalogs: [signed-fns]\n")
@@ -515,8 +491,9 @@ def test_a_requirement_naming_the_admin_catalog(signing, install, tmp_path):
     # A vendor's catalog, read first, that lists the same unsigned image (issue 29): the
     # requirement naming signed-fns still covers it, whichever catalog names the kind.
     vendor = "/tmp/krmpod-vendor-catalog.yaml"
-    install.sidecar.add_file(vendor, VENDOR_CATALOG.replace("IMAGE", pin(unsigned, udigest))
-                             .encode())
+    install.sidecar.add_file(vendor, catalog_text("vendor-fns", [
+        ("UnsignedNamespace", pin(unsigned, udigest)),
+        ("VendorNamespace", pin(unsigned, udigest))]).encode())
     env["KRMPOD_DEFAULT_CATALOGS"] = "%s,%s" % (vendor, catalog)
     for kind in ("UnsignedNamespace", "VendorNamespace"):
         r, pods = render(install, kind_app(tmp_path, kind), **dict(base, **env))
