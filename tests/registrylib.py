@@ -559,10 +559,14 @@ class RedirectingRegistry:
         `Bearer realm="https://localhost:P2/token"`; /token gives a token to anyone, or with
         `storage_users` only to those; a blob GET with the token serves the backend's blob.
 
+    With storage_basic, the storage host asks for Basic credentials instead (a blob GET
+    without `storage_users`' answers 401 `Basic realm="storage"`).
+
     Every request each host saw is kept, with its Authorization, in `front_requests` and
     `storage_requests`."""
 
-    def __init__(self, pki, backend, users, storage_users=None):
+    def __init__(self, pki, backend, users, storage_users=None, storage_basic=False):
+        self.storage_basic = storage_basic
         self.backend, self.users = backend, dict(users)
         self.storage_users = dict(storage_users) if storage_users else None
         self.front_requests, self.storage_requests = [], []
@@ -615,7 +619,11 @@ class RedirectingRegistry:
                     outer.tokens.add(token)
                     return self._send(200, json.dumps({"token": token}).encode(),
                                       [("Content-Type", "application/json")])
-                if not (auth and auth.startswith("Bearer ") and auth[7:] in outer.tokens):
+                if outer.storage_basic:
+                    if not basic_ok(auth, outer.storage_users or {}):
+                        return self._send(401, b"", [("WWW-Authenticate",
+                                                      'Basic realm="storage"')])
+                elif not (auth and auth.startswith("Bearer ") and auth[7:] in outer.tokens):
                     return self._send(401, b"", [("WWW-Authenticate",
                                                   'Bearer realm="%s/token",service="storage"'
                                                   % outer.storage_url)])

@@ -249,9 +249,10 @@ def redirecting(registry, pki):
     """(front, storage_users) -> a RedirectingRegistry over the anonymous registry."""
     made = []
 
-    def make(storage_users=None):
+    def make(storage_users=None, storage_basic=False):
         registry.push_artifact("fns/redirected", "v1", CATALOG, BINARY)
-        reg = registrylib.RedirectingRegistry(pki, registry, USERS, storage_users)
+        reg = registrylib.RedirectingRegistry(pki, registry, USERS, storage_users,
+                                              storage_basic)
         made.append(reg)
         return reg
 
@@ -303,3 +304,29 @@ def test_a_blob_store_that_wants_credentials_of_its_own(redirecting, fetch, pki,
     assert r.out == BINARY
     tokens = [a for p, a in reg.storage_requests if p.startswith("/token")]
     assert tokens == [_basic("store-user", "store-pass-19")], reg.storage_requests
+
+
+def test_a_blob_store_that_asks_for_basic_credentials(redirecting, fetch, pki, tmp_path):
+    """A storage host whose own challenge is Basic: without an auths entry for it the pull
+    fails naming it and the fix, and it never sees the registry's credentials; with its own
+    entry, it gets that one."""
+    reg = redirecting({"store-user": "store-pass-23"}, storage_basic=True)
+    auth = dockerconfig(tmp_path / "auth.json", reg.host, USER, PASSWORD)
+    r = fetch("layer", "%s/fns/redirected:v1" % reg.host, CATALOG, ca=pki.ca, auth=auth)
+    assert r.rc == 1, r
+    assert ("%s, where the registry %s redirected the request, asks for Basic authentication, "
+            "and KRMPOD_REGISTRY_AUTH has no credentials for %s" % (
+                reg.storage_host, reg.host, reg.storage_host)) in r.err, r
+    assert "add an auths entry for %s" % reg.storage_host in r.err, r
+    assert all(a != _basic(USER, PASSWORD) for _, a in reg.storage_requests), \
+        reg.storage_requests
+    both = tmp_path / "both.json"
+    with open(both, "w") as f:
+        json.dump({"auths": {
+            reg.host: {"username": USER, "password": PASSWORD},
+            reg.storage_host: {"username": "store-user", "password": "store-pass-23"}}}, f)
+    del reg.storage_requests[:]
+    r = fetch("layer", "%s/fns/redirected:v1" % reg.host, CATALOG, ca=pki.ca, auth=str(both))
+    assert r.rc == 0 and r.out == BINARY, r
+    assert [a for _, a in reg.storage_requests][-1] == _basic("store-user", "store-pass-23")
+    assert all(a != _basic(USER, PASSWORD) for _, a in reg.storage_requests)

@@ -22,7 +22,7 @@ static void clear_env(void)
 	static const char *vars[] = {"KRMPOD_KUSTOMIZE",     "KRMPOD_KUSTOMIZE_FLAGS",
 	                             "KRMPOD_ALLOW_NETWORK", "KRMPOD_GENERATE_TIMEOUT",
 	                             "KRMPOD_SHIM_DIR",      "KRMPOD_PRESTART",
-	                             "KRMPOD_PRESTART_MAX"};
+	                             "KRMPOD_PRESTART_MAX",  "KRMPOD_GENERATE_MAX_STDERR"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 }
@@ -78,7 +78,9 @@ TEST(bad_hook_settings_name_the_variable)
 	           {"KRMPOD_ALLOW_NETWORK", "maybe"},
 	           {"KRMPOD_GENERATE_TIMEOUT", "soon"},
 	           {"KRMPOD_PRESTART_MAX", "65"},
-	           {"KRMPOD_PRESTART", "2"}};
+	           {"KRMPOD_PRESTART", "2"},
+	           {"KRMPOD_GENERATE_MAX_STDERR", "1k"},
+	           {"KRMPOD_GENERATE_MAX_STDERR", "lots"}};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		clear_env();
 		setenv(bad[i].var, bad[i].value, 1);

@@ -7,13 +7,24 @@
 
 extern char **environ;
 
-static const char *const vars[] = {
-        "KRMPOD_NAMESPACE",          "KRMPOD_START_TIMEOUT", "KRMPOD_TIMEOUT",
-        "KRMPOD_CPU_REQUEST",        "KRMPOD_CPU_LIMIT",     "KRMPOD_MEMORY_REQUEST",
-        "KRMPOD_MEMORY_LIMIT",       "KRMPOD_EXTRA_LABELS",  "KRMPOD_OWNER_POD",
-        "KRMPOD_OWNER_UID",          "KRMPOD_NETWORK_GATE",  "KRMPOD_HELPER_IMAGE",
-        "KRMPOD_IMAGE_PULL_SECRETS", "KRMPOD_MODE",          "KRMPOD_WARM_POOL",
-        "KRMPOD_SIGNATURE_POLICY"};
+static const char *const vars[] = {"KRMPOD_NAMESPACE",
+                                   "KRMPOD_START_TIMEOUT",
+                                   "KRMPOD_TIMEOUT",
+                                   "KRMPOD_CPU_REQUEST",
+                                   "KRMPOD_CPU_LIMIT",
+                                   "KRMPOD_MEMORY_REQUEST",
+                                   "KRMPOD_MEMORY_LIMIT",
+                                   "KRMPOD_EXTRA_LABELS",
+                                   "KRMPOD_OWNER_POD",
+                                   "KRMPOD_OWNER_UID",
+                                   "KRMPOD_NETWORK_GATE",
+                                   "KRMPOD_HELPER_IMAGE",
+                                   "KRMPOD_IMAGE_PULL_SECRETS",
+                                   "KRMPOD_MODE",
+                                   "KRMPOD_WARM_POOL",
+                                   "KRMPOD_SIGNATURE_POLICY",
+                                   "KRMPOD_ATTACH_UNVERIFIED",
+                                   "KRMPOD_MAX_STDERR"};
 
 static void clear_env(void)
 {
@@ -30,6 +41,8 @@ TEST(defaults)
 	CHECK(s.namespace == NULL);
 	CHECK_INT(s.start_timeout_ms, 120000);
 	CHECK_INT(s.timeout_ms, 300000);
+	CHECK(!s.attach_unverified); /* attach mode fails closed by default (issue 29) */
+	CHECK_INT(s.max_stderr, 1 << 20);
 	CHECK_STR(s.cpu_request, "100m");
 	CHECK_STR(s.memory_limit, "512Mi");
 	CHECK_INT(s.n_labels, 0);
@@ -52,6 +65,8 @@ TEST(values)
 	setenv("KRMPOD_EXTRA_LABELS", "team=a, example.com/tier=fn ,", 1);
 	setenv("KRMPOD_OWNER_POD", "argocd-repo-server-abc", 1);
 	setenv("KRMPOD_OWNER_UID", "1234-5678", 1);
+	setenv("KRMPOD_ATTACH_UNVERIFIED", "allow", 1);
+	setenv("KRMPOD_MAX_STDERR", "64Ki", 1);
 	struct settings s;
 	struct err *e = NULL;
 	CHECK_INT(settings_load_env(&s, environ, &e), 0);
@@ -65,6 +80,8 @@ TEST(values)
 		CHECK_STR(s.labels[1].value, "fn");
 	}
 	CHECK_STR(s.owner_uid, "1234-5678");
+	CHECK(s.attach_unverified);
+	CHECK_INT(s.max_stderr, 64 << 10);
 	settings_clear(&s);
 	err_free(e);
 	clear_env();
@@ -110,6 +127,9 @@ TEST(bad_values_name_the_variable)
 	expect_error("KRMPOD_EXTRA_LABELS", "a=b c", "not a valid value");
 	expect_error("KRMPOD_EXTRA_LABELS", "krmpod.dev/network=granted", "cannot be overridden");
 	expect_error("KRMPOD_OWNER_POD", "x", "KRMPOD_OWNER_UID");
+	expect_error("KRMPOD_ATTACH_UNVERIFIED", "yes", "use deny (the default");
+	expect_error("KRMPOD_MAX_STDERR", "1k", "at least 4096 bytes");
+	expect_error("KRMPOD_MAX_STDERR", "lots", "not a size");
 }
 
 TEST(start_timeout_longer_than_timeout)
