@@ -462,7 +462,7 @@ static int render(struct render *r, int out_fd, struct err **err)
 	        .deadline_ms = r->t0 + r->cs.timeout_ms,
 	        .deadline_name = deadline_name,
 	        .cancel = &signals_cancel,
-	        .keep = prestart_janitor(r->pre),
+	        .keep = {prestart_janitor(r->pre)},
 	        .dir = r->cat.work_dir,
 	        .max_output = (size_t)r->cs.max_output,
 	        .max_output_name = "KRMPOD_GENERATE_MAX_OUTPUT",
@@ -473,6 +473,7 @@ static int render(struct render *r, int out_fd, struct err **err)
 	                "KRMPOD_GENERATE_MAX_STDERR", &cap, err) < 0)
 		return err_wrap(err, "generate");
 	ko.err_fd = fd_cap_fd(cap);
+	ko.keep[1] = fd_cap_pid(cap);
 	int rc = kustomize_run(&ko, &r->out, err);
 	uint64_t dropped = fd_cap_end(cap);
 	if (dropped)

@@ -38,12 +38,13 @@ static void signal_all(pid_t pid, bool shared_group, int sig)
 	sigaction(sig, &old, NULL);
 }
 
-/* Reaps every exited child but `keep` (the prestart janitor), kustomize's orphans included
+/* Reaps every exited child but those of `keep` (the prestart janitor, the stderr relay),
+ * kustomize's orphans included
  * (we are their subreaper), one pid at a time from /proc: never waitpid(-1), which could
  * reap the janitor, free its pid for reuse, and make a dead janitor look alive to the shims
  * that check it (proc_running(): a zombie is dead, a pid in use by another is not).
- * Records kustomize's status in *status. Returns true when no child but keep is left. */
-static bool reap(pid_t pid, pid_t keep, int *status, bool *pid_done)
+ * Records kustomize's status in *status. Returns true when no child but keep's is left. */
+static bool reap(pid_t pid, const pid_t *keep, int *status, bool *pid_done)
 {
 	int st;
 	if (!*pid_done && waitpid(pid, &st, WNOHANG) == pid) {
@@ -60,7 +61,7 @@ static bool reap(pid_t pid, pid_t keep, int *status, bool *pid_done)
 	bool left = false;
 	while (fscanf(f, "%ld", &child) == 1) {
 		pid_t c = (pid_t)child;
-		if (c == keep || c <= 0)
+		if (c == keep[0] || c == keep[1] || c <= 0)
 			continue;
 		if (waitpid(c, &st, WNOHANG) == c) {
 			if (c == pid) {
@@ -83,7 +84,7 @@ static void drain(int fd)
 }
 
 /* The stop sequence; returns when every descendant is gone or was SIGKILLed. */
-static void stop_all(pid_t pid, pid_t keep, bool shared_group, int fd, int *status, bool *pid_done)
+static void stop_all(pid_t pid, const pid_t *keep, bool shared_group, int fd, int *status, bool *pid_done)
 {
 	signal_all(pid, shared_group, SIGTERM);
 	int64_t until = now_ms() + KUSTOMIZE_STOP_GRACE_MS;

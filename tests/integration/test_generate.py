@@ -277,8 +277,9 @@ def test_sigterm_to_generate_from_a_shell(kubesim, tmp_path):
 
 
 def session_shims(sid):
-    """The pids of the processes of session sid whose argv[0] is docker (the shims)."""
-    pids = []
+    """The pids of the processes of session sid whose argv[0] is docker (the shims), less
+    their children (each shim's stderr relay, base/fd_cap.h, is a fork of it)."""
+    procs = {}
     for d in os.listdir("/proc"):
         try:
             with open("/proc/%s/stat" % d) as f:
@@ -288,8 +289,8 @@ def session_shims(sid):
         except (OSError, IndexError):
             continue
         if int(fields[3]) == sid and fields[0] != "Z" and argv0 == b"docker":
-            pids.append(int(d))
-    return pids
+            procs[int(d)] = int(fields[1])
+    return sorted(pid for pid, parent in procs.items() if parent not in procs)
 
 
 def test_killed_shim_is_named_and_its_pod_deleted(kubesim, tmp_path):

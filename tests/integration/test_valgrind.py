@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import KUSTOMIZE_RUN, ROOT, base_env, in_cluster_env, shim_link
+from conftest import ATTACH_ALLOW, KUSTOMIZE_RUN, ROOT, base_env, in_cluster_env, shim_link
 
 GLIBC_BIN = os.path.join(ROOT, "build", "glibc", "krmpod")
 VALGRIND = shutil.which("valgrind")
@@ -39,7 +39,10 @@ def test_function_failure_and_stderr_before_attach(kubesim, tmp_path):
                                                                    kubesim.token), stdin=b"x")
     assert r.returncode == 3, r.stderr.decode()
     assert b"fail: boom" in r.stderr
-    r = shim(KUSTOMIZE_RUN + ["example.com/stderr-first"], base_env(kubesim), stdin=b"y")
+    # under valgrind the function's first write often comes before the attach: the recovery
+    # from the pod log is the path this covers, so unproven output is accepted here
+    r = shim(KUSTOMIZE_RUN + ["example.com/stderr-first"], {**base_env(kubesim), **ATTACH_ALLOW},
+             stdin=b"y")
     assert r.returncode == 0 and r.stdout == b"y", r.stderr.decode()
     assert b"hello from stderr before stdin" in r.stderr
 

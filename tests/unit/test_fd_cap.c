@@ -1,6 +1,8 @@
 /* Unit tests: fd_cap (base/fd_cap.h): under the limit every byte passes in order; past it
  * the first and last halves pass, the middle is dropped and counted in one line; a
- * redirected fd is put back; a writer that outlives the cap does not hold it forever. */
+ * redirected fd is put back; a writer that outlives the cap does not hold it forever; the
+ * relay outlives a starter that was SIGKILLed (Argo CD's deadline kill of generate) and
+ * passes what the writers say after, deaf to SIGTERM. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -138,11 +140,58 @@ TEST(a_writer_that_outlives_the_cap_is_not_waited_for)
 	close(d[1]);
 }
 
+/* The starter (a child here) starts a cap and a writer that keeps its write end, then is
+ * SIGKILLed; the relay, sent SIGTERM, still passes what the writer says after. */
+TEST(the_relay_outlives_a_killed_starter)
+{
+	int d[2], ready[2], go[2];
+	CHECK(pipe(d) == 0 && pipe(ready) == 0 && pipe(go) == 0);
+	pid_t starter = fork();
+	if (starter == 0) {
+		close(d[0]);
+		struct fd_cap *c = NULL;
+		if (fd_cap_pipe(d[1], 8192, "x", "X", &c, NULL) < 0)
+			_exit(1);
+		close(d[1]);
+		if (fork() == 0) { /* the writer: a shim that is still stopping */
+			dup2(fd_cap_fd(c), 9);
+			char b;
+			read(go[0], &b, 1);
+			fd_write_all(9, "last words\n", 11, "w", NULL);
+			_exit(0);
+		}
+		fd_write_all(fd_cap_fd(c), "first\n", 6, "w", NULL);
+		pid_t relay = fd_cap_pid(c);
+		fd_write_all(ready[1], &relay, sizeof(relay), "ready", NULL);
+		pause();
+		_exit(0);
+	}
+	close(d[1]);
+	close(ready[1]);
+	close(go[0]);
+	pid_t relay = 0;
+	CHECK(read(ready[0], &relay, sizeof(relay)) == sizeof(relay) && relay > 0);
+	kill(starter, SIGKILL);
+	waitpid(starter, NULL, 0);
+	kill(relay, SIGTERM);
+	usleep(100 * 1000);
+	fd_write_all(go[1], "g", 1, "go", NULL);
+	close(go[1]);
+	struct buf out;
+	buf_init(&out, 0);
+	drain(d[0], &out);
+	CHECK_STR(out.data ? out.data : "", "first\nlast words\n");
+	buf_free(&out);
+	close(d[0]);
+	close(ready[0]);
+}
+
 int main(void)
 {
 	RUN(under_the_limit_every_byte_passes);
 	RUN(past_the_limit_head_notice_and_tail);
 	RUN(a_redirected_fd_is_put_back);
 	RUN(a_writer_that_outlives_the_cap_is_not_waited_for);
+	RUN(the_relay_outlives_a_killed_starter);
 	return check_summary();
 }

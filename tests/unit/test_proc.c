@@ -67,7 +67,7 @@ TEST(kustomize_run_never_reaps_the_kept_child)
 	                           .deadline_ms = now_ms() + 10000,
 	                           .deadline_name = "TEST_TIMEOUT",
 	                           .cancel = &cancel,
-	                           .keep = keep};
+	                           .keep = {keep}};
 	struct buf out;
 	buf_init(&out, 0);
 	struct err *e = NULL;
