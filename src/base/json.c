@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strv.h"
 #include "base/xalloc.h"
 
 /* The longest key, in characters as json_escape() writes it, that the reader accepts:
@@ -632,4 +633,25 @@ void json_write(struct jw *w, const struct json *j)
 		jw_obj_end(w);
 		break;
 	}
+}
+
+int json_strv(const struct json *a, bool always, char ***out)
+{
+	*out = NULL;
+	if (json_type(a) == JSON_NULL && !always)
+		return 0;
+	if (json_type(a) != JSON_ARRAY && json_type(a) != JSON_NULL)
+		return -1;
+	size_t n = json_len(a);
+	char **v = xcalloc(n + 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		const char *s = json_str(json_at(a, i));
+		if (s == NULL) {
+			strv_free(v);
+			return -1;
+		}
+		v[i] = xstrdup(s);
+	}
+	*out = v;
+	return 0;
 }

@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/json.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
 
 #define API_VERSION "config.kubernetes.io/v1alpha1"
@@ -104,6 +105,17 @@ static int get_bool(const struct at *a, const struct json *obj, const char *fiel
 	return 0;
 }
 
+/* An optional list of strings (krmpod's recorded entrypoint and cmd): *out a new
+ * NULL-terminated vector, NULL when absent. */
+static int get_strv(const struct at *a, const struct json *obj, const char *field, char ***out,
+                    struct err **err)
+{
+	const struct json *j = json_get(obj, field);
+	if (json_strv(j, false, out) < 0)
+		return bad(a, field, err, "must be a list of strings");
+	return 0;
+}
+
 bool catalog_tag_is_semver(const char *tag)
 {
 	const char *p = tag;
@@ -158,12 +170,24 @@ static int parse_container(const struct at *a, const struct json *c, struct cata
 	                                    "requireNetwork",
 	                                    "requireStorageMount",
 	                                    "shareAcrossApplications",
+	                                    "entrypoint",
+	                                    "cmd",
 	                                    NULL};
 	if (only_fields(a, c, known, err) < 0 || get_str(a, c, "image", true, &v->image, err) < 0 ||
 	    get_bool(a, c, "requireNetwork", &v->require_network, err) < 0 ||
 	    get_bool(a, c, "requireStorageMount", &v->require_storage_mount, err) < 0 ||
-	    get_bool(a, c, "shareAcrossApplications", &v->share_across_apps, err) < 0)
+	    get_bool(a, c, "shareAcrossApplications", &v->share_across_apps, err) < 0 ||
+	    get_strv(a, c, "entrypoint", &v->entrypoint, err) < 0 ||
+	    get_strv(a, c, "cmd", &v->cmd, err) < 0)
 		return -1;
+	if (v->cmd && v->entrypoint == NULL)
+		return bad(a, "cmd", err,
+		           "is recorded without entrypoint: record the image config's Entrypoint "
+		           "too (entrypoint: [] for an image that has none)");
+	if (v->entrypoint && strv_len(v->entrypoint) + strv_len(v->cmd) == 0)
+		return bad(a, "entrypoint", err,
+		           "and cmd are both empty: nothing to run; record the image config's "
+		           "Entrypoint and Cmd");
 	cleanup_free char *tag = NULL, *digest = NULL, *sha = NULL;
 	if (catalog_image_split(v->image, NULL, &tag, &digest) < 0)
 		return bad(a, "image", err, "\"%s\" is not an image reference", v->image);
@@ -338,6 +362,8 @@ void catalog_free(struct catalog *c)
 			free(v->name);
 			free(v->image);
 			free(v->sha256);
+			strv_free(v->entrypoint);
+			strv_free(v->cmd);
 			free(v->usage);
 			free(v->license);
 		}

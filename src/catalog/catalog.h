@@ -18,6 +18,8 @@
  *             sha256: a428de...      # required when the tag is a semver
  *             requireNetwork: false
  *             requireStorageMount: false
+ *             entrypoint: [/usr/local/bin/function]   # krmpod's: the image config's
+ *             cmd: [--serve]                           # Entrypoint and Cmd, recorded
  *         schema.openAPIV3Schema, usage, examples, license, maintainers: read and shown
  *
  * Validation is strict, as the admin's gate to what runs should be: an unknown field, a
@@ -47,6 +49,12 @@ struct catalog_version {
 	 * warm-pool pod of this function may serve more than one Application. Honoured only in
 	 * the admin's catalogs (catalog_store_admin_images); docs/security.md, "The warm pool". */
 	bool share_across_apps;
+	/* runtime.container.entrypoint and .cmd (krmpod's own fields): what the image's config
+	 * says it runs, recorded by the admin so that a function whose config krmpod cannot
+	 * read still runs in exec mode (docs/catalogs.md, "Recorded entrypoint"). Honoured only
+	 * in the admin's catalogs, checked against the config whenever that can be read.
+	 * NULL-terminated; NULL when not recorded (cmd only with entrypoint). */
+	char **entrypoint, **cmd;
 	char *usage, *license;
 };
 

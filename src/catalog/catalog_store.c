@@ -384,7 +384,9 @@ int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struc
 				                .catalog = c->name,
 				                .require_network = ver->require_network,
 				                .require_storage_mount = ver->require_storage_mount,
-				                .share_across_apps = ver->share_across_apps});
+				                .share_across_apps = ver->share_across_apps,
+				                .entrypoint = ver->entrypoint,
+				                .cmd = ver->cmd});
 			}
 		}
 	}

@@ -7,6 +7,7 @@
 #include "base/cleanup.h"
 #include "base/json.h"
 #include "base/sha256.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
 #include "catalog/catalog.h"
 
@@ -37,6 +38,8 @@ void policy_clear(struct policy *p)
 		free(p->images[i].image);
 		free(p->images[i].origin);
 		free(p->images[i].catalog);
+		strv_free(p->images[i].entrypoint);
+		strv_free(p->images[i].cmd);
 	}
 	free(p->images);
 	for (size_t i = 0; i < p->n_named; i++) {
@@ -55,6 +58,8 @@ void policy_add_image(struct policy *p, const struct policy_image *e)
 	n->image = xstrdup(e->image);
 	n->origin = xstrdup(e->origin);
 	n->catalog = e->catalog ? xstrdup(e->catalog) : NULL;
+	n->entrypoint = strv_dup(e->entrypoint);
+	n->cmd = strv_dup(e->cmd);
 }
 
 void policy_add_named(struct policy *p, const char *image, const char *where)
@@ -124,6 +129,40 @@ size_t policy_catalogs_of(const struct policy *p, const char *image, const char 
 		n++;
 	}
 	return n;
+}
+
+int policy_recorded(const struct policy *p, const char *image, const struct policy_image **out,
+                    struct err **err)
+{
+	*out = NULL;
+	for (size_t i = catalog_image_from(p, image, 0); i < p->n_images;
+	     i = catalog_image_from(p, image, i + 1)) {
+		const struct policy_image *e = &p->images[i];
+		if (e->entrypoint == NULL)
+			continue;
+		if (*out == NULL) {
+			*out = e;
+			continue;
+		}
+		if (strv_equal((*out)->entrypoint, e->entrypoint) && strv_equal((*out)->cmd, e->cmd))
+			continue;
+		cleanup_buf struct buf a, b;
+		buf_init(&a, 0);
+		buf_init(&b, 0);
+		strv_describe((*out)->entrypoint, &a);
+		buf_printf(&a, " cmd ");
+		strv_describe((*out)->cmd, &a);
+		strv_describe(e->entrypoint, &b);
+		buf_printf(&b, " cmd ");
+		strv_describe(e->cmd, &b);
+		const char *first = (*out)->origin;
+		*out = NULL;
+		return err_set(err, ERR_CONFIG,
+		               "image %s: %s records entrypoint %s, %s records entrypoint %s: make "
+		               "them agree with the image's config",
+		               image, first, a.data, e->origin, b.data);
+	}
+	return 0;
 }
 
 bool policy_shared(const struct policy *p, const char *image)
@@ -209,6 +248,14 @@ int policy_check(const struct policy *p, const char *image, bool network, bool m
 	return 0;
 }
 
+static void write_strv(struct jw *w, char *const *v)
+{
+	jw_arr_begin(w);
+	for (size_t i = 0; v && v[i]; i++)
+		jw_str(w, v[i]);
+	jw_arr_end(w);
+}
+
 void policy_write(const struct policy *p, struct buf *out)
 {
 	struct jw w;
@@ -232,6 +279,12 @@ void policy_write(const struct policy *p, struct buf *out)
 		jw_kv_bool(&w, "requireNetwork", p->images[i].require_network);
 		jw_kv_bool(&w, "requireStorageMount", p->images[i].require_storage_mount);
 		jw_kv_bool(&w, "shareAcrossApplications", p->images[i].share_across_apps);
+		if (p->images[i].entrypoint) {
+			jw_key(&w, "entrypoint");
+			write_strv(&w, p->images[i].entrypoint);
+			jw_key(&w, "cmd");
+			write_strv(&w, p->images[i].cmd);
+		}
 		jw_obj_end(&w);
 	}
 	jw_arr_end(&w);
@@ -264,8 +317,15 @@ static void read_lists(const struct json *doc, struct policy *p)
 		json_bool(json_get(e, "requireNetwork"), &pi.require_network);
 		json_bool(json_get(e, "requireStorageMount"), &pi.require_storage_mount);
 		json_bool(json_get(e, "shareAcrossApplications"), &pi.share_across_apps);
+		if (json_strv(json_get(e, "entrypoint"), false, &pi.entrypoint) == 0 &&
+		    pi.entrypoint && json_strv(json_get(e, "cmd"), true, &pi.cmd) < 0) {
+			strv_free(pi.entrypoint);
+			pi.entrypoint = NULL;
+		}
 		if (pi.image && pi.origin)
 			policy_add_image(p, &pi);
+		strv_free(pi.entrypoint);
+		strv_free(pi.cmd);
 	}
 	const struct json *nm = json_get(doc, "named");
 	for (size_t i = 0; i < json_len(nm); i++) {

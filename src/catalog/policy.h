@@ -36,6 +36,7 @@ struct policy_image {
 	bool require_network;
 	bool require_storage_mount;
 	bool share_across_apps; /* its entry's shareAcrossApplications (catalog.h) */
+	char **entrypoint, **cmd; /* its entry's recorded entrypoint and cmd, or NULL */
 };
 
 /* Where a function config of the tree names an image (generate's knowledge, handed to the
@@ -80,6 +81,12 @@ bool policy_shared(const struct policy *p, const char *image);
  * (borrowed from p); returns how many there are. A requirement naming any of them covers
  * the image, whichever catalog was read first. */
 size_t policy_catalogs_of(const struct policy *p, const char *image, const char **out, size_t max);
+
+/* The admin catalog entry that allows image (as policy_check matches it) and records its
+ * entrypoint (catalog.h), or NULL in *out. Entries of several catalogs that record
+ * different ones are an ERR_CONFIG error naming both. */
+int policy_recorded(const struct policy *p, const char *image, const struct policy_image **out,
+                    struct err **err);
 
 /* Whether image matches pattern ('*' any run of characters, everything else literal). */
 bool policy_pattern_match(const char *pattern, const char *image);

@@ -308,8 +308,8 @@ static void render_free(struct render *r)
 
 /* The image policy (policy.h), checked for every function of the tree before kustomize
  * runs, and handed to the shims as a file, which check it again. With the warm pool, the
- * file also carries the admin's catalog images for shareAcrossApplications (fn_config.c), so
- * that no shim fetches a catalog. */
+ * file also carries the admin's catalog images for shareAcrossApplications (fn_config.c) and
+ * the entrypoints they record (fn_image.c), so that no shim fetches a catalog. */
 static int check_policy(struct render *r, struct err **err)
 {
 	policy_init(&r->policy, &r->fs);
@@ -323,8 +323,10 @@ static int check_policy(struct render *r, struct err **err)
 		sig_policy_clear(&sp);
 	}
 	bool admin_catalogs = r->fs.n_trusted_catalogs + r->fs.n_default_catalogs > 0;
+	/* the shims may read recorded entrypoints (fn_image.h) whenever exec mode is possible */
+	bool exec_possible = r->fs.mode != FN_MODE_ATTACH && r->fs.helper_image != NULL;
 	bool images = r->fs.image_policy == IMAGE_POLICY_CATALOG ||
-	              ((r->fs.warm_pool || sig_catalogs) && admin_catalogs);
+	              ((r->fs.warm_pool || sig_catalogs || exec_possible) && admin_catalogs);
 	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest && !images)
 		return 0;
 	if (images && catalog_store_admin_images(r->store, &r->policy, err) < 0)

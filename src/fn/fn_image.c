@@ -13,26 +13,21 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/sha256.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
+#include "catalog/catalog_store.h"
+#include "catalog/policy.h"
 #include "registry/registry.h"
 
-static size_t count(char *const *v)
-{
-	size_t n = 0;
-	while (v && v[n])
-		n++;
-	return n;
-}
-
 /* Docker's rule: ENTRYPOINT, then the run's args or else CMD. */
-static char **argv_of(const struct registry_image_config *c, const struct fn_request *req)
+static char **argv_of(char *const *entrypoint, char *const *cmd, const struct fn_request *req)
 {
-	size_t ne = count(c->entrypoint), nc = req->n_args ? req->n_args : count(c->cmd);
+	size_t ne = strv_len(entrypoint), nc = req->n_args ? req->n_args : strv_len(cmd);
 	char **argv = xcalloc(ne + nc + 1, sizeof(char *));
 	for (size_t i = 0; i < ne; i++)
-		argv[i] = xstrdup(c->entrypoint[i]);
+		argv[i] = xstrdup(entrypoint[i]);
 	for (size_t i = 0; i < nc; i++)
-		argv[ne + i] = xstrdup(req->n_args ? req->args[i] : c->cmd[i]);
+		argv[ne + i] = xstrdup(req->n_args ? req->args[i] : cmd[i]);
 	return argv;
 }
 
@@ -87,22 +82,83 @@ static const char *mode_name(enum fn_mode m)
 	return m == FN_MODE_AUTO ? "auto" : m == FN_MODE_EXEC ? "exec" : "attach";
 }
 
-int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
-                     int64_t deadline_ms, struct err **err)
+/* The admin catalog entry that records image's entrypoint (catalog.h), looked up only when
+ * the admin lists catalogs: *rec points into *p (cleared by the caller). */
+static int recorded(const struct settings *s, const struct fn_request *req, atomic_int *cancel,
+                    struct policy *p, const struct policy_image **rec, struct err **err)
 {
-	if (s->mode == FN_MODE_ATTACH || req->exec_argv)
+	*rec = NULL;
+	if (s->n_trusted_catalogs + s->n_default_catalogs == 0 && s->policy_file == NULL)
 		return 0;
-	if (s->helper_image == NULL) { /* auto: exec mode needs krmpod in the pod */
-		if (first_time(s, "attach-fallback", req->image))
-			log_info("%s runs in attach mode: KRMPOD_MODE=auto runs functions in exec "
-			         "mode "
-			         "only with KRMPOD_HELPER_IMAGE set",
-			         req->image);
-		return 0;
+	if (catalog_store_policy(s, cancel, true, p, err) < 0 ||
+	    policy_recorded(p, req->image, rec, err) < 0)
+		return err_wrap(err, "exec mode: the entrypoint the admin's catalogs record");
+	return 0;
+}
+
+/* "entrypoint [...] cmd [...]", for messages: a new string. */
+static char *describe(char *const *entrypoint, char *const *cmd)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	buf_printf(&b, "entrypoint ");
+	strv_describe(entrypoint, &b);
+	buf_printf(&b, " cmd ");
+	strv_describe(cmd, &b);
+	return buf_steal(&b, NULL);
+}
+
+/* Exec mode with what the catalog entry rec records (the config was not read: why). */
+static int from_record(const struct settings *s, struct fn_request *req,
+                       const struct policy_image *rec, const char *why)
+{
+	req->exec_argv = argv_of(rec->entrypoint, rec->cmd, req);
+	enum log_level lvl = first_time(s, "exec-recorded", req->image) ? LOG_INFO : LOG_DEBUG;
+	log_msg(lvl,
+	        "%s runs in exec mode (KRMPOD_MODE=%s) with the entrypoint recorded by %s: its "
+	        "image config %s",
+	        req->image, mode_name(s->mode), rec->origin, why);
+	return 0;
+}
+
+/* Exec mode from the image config c, which must agree with rec when there is one. */
+static int from_config(const struct settings *s, struct fn_request *req,
+                       const struct registry_image_config *c, const struct policy_image *rec,
+                       struct err **err)
+{
+	if (rec && !(strv_equal(rec->entrypoint, c->entrypoint) && strv_equal(rec->cmd, c->cmd))) {
+		cleanup_free char *want = describe(rec->entrypoint, rec->cmd);
+		cleanup_free char *got = describe(c->entrypoint, c->cmd);
+		return err_set(err, ERR_CONFIG,
+		               "image %s: %s records %s, but its config in the registry (manifest "
+		               "%s) says %s: correct the catalog entry (or pin the image it was "
+		               "recorded from)",
+		               req->image, rec->origin, want, c->manifest_digest, got);
 	}
+	if (strv_len(c->entrypoint) + (req->n_args ? req->n_args : strv_len(c->cmd)) == 0)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "image %s: its config has neither Entrypoint nor Cmd: nothing to run",
+		        req->image);
+	req->exec_argv = argv_of(c->entrypoint, c->cmd, req);
+	enum log_level lvl = s->mode == FN_MODE_AUTO && first_time(s, "exec-chosen", req->image)
+	                             ? LOG_INFO
+	                             : LOG_DEBUG;
+	log_msg(lvl, "%s runs in exec mode (KRMPOD_MODE=%s): manifest %s, argv[0] %s%s",
+	        req->image, mode_name(s->mode), c->manifest_digest, req->exec_argv[0],
+	        rec ? " (as its catalog entry records)" : "");
+	return 0;
+}
+
+static int resolve(const struct settings *s, struct fn_request *req,
+                   const struct policy_image *rec, atomic_int *cancel, int64_t deadline_ms,
+                   struct err **err)
+{
 	/* auto only: under exec the admin asked for exec mode, and a registry that failed a
 	 * moment ago is asked again */
 	if (s->mode == FN_MODE_AUTO && recent_fallback(s, req->image)) {
+		if (rec)
+			return from_record(s, req, rec, "could not be read in the last 300 s");
 		log_debug("%s runs in attach mode: its image config could not be read in the last "
 		          "%d s",
 		          req->image, FN_IMAGE_TAG_TTL_MS / 1000);
@@ -119,31 +175,45 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 		rc = registry_image_config(&o, &ref, &c, &e);
 		oci_ref_clear(&ref);
 	}
-	if (rc < 0) {
-		if (e->code == ERR_SIGNAL) {
-			*err = e;
-			e = NULL;
-			return -1;
-		}
-		enum log_level lvl =
-		        first_time(s, "attach-fallback", req->image) ? LOG_INFO : LOG_DEBUG;
-		log_msg(lvl, "%s runs in attach mode: its image config cannot be read (%s)",
-		        req->image, e->msg);
+	if (rc == 0) {
+		rc = from_config(s, req, &c, rec, err);
+		registry_image_config_clear(&c);
+		return rc;
+	}
+	if (e->code == ERR_SIGNAL) {
+		*err = e;
+		e = NULL;
+		return -1;
+	}
+	bool first = first_time(s, "attach-fallback", req->image);
+	if (rec) {
+		cleanup_free char *why = xasprintf("cannot be read (%s)", e->msg);
+		return from_record(s, req, rec, why);
+	}
+	log_msg(first ? LOG_INFO : LOG_DEBUG,
+	        "%s runs in attach mode: its image config cannot be read (%s)", req->image,
+	        e->msg);
+	return 0;
+}
+
+int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
+                     int64_t deadline_ms, struct err **err)
+{
+	if (s->mode == FN_MODE_ATTACH || req->exec_argv)
+		return 0;
+	if (s->helper_image == NULL) { /* auto: exec mode needs krmpod in the pod */
+		if (first_time(s, "attach-fallback", req->image))
+			log_info("%s runs in attach mode: KRMPOD_MODE=auto runs functions in exec "
+			         "mode "
+			         "only with KRMPOD_HELPER_IMAGE set",
+			         req->image);
 		return 0;
 	}
-	if (count(c.entrypoint) + (req->n_args ? req->n_args : count(c.cmd)) == 0) {
-		registry_image_config_clear(&c);
-		return err_set(
-		        err, ERR_CONFIG,
-		        "image %s: its config has neither Entrypoint nor Cmd: nothing to run",
-		        req->image);
-	}
-	req->exec_argv = argv_of(&c, req);
-	enum log_level lvl = s->mode == FN_MODE_AUTO && first_time(s, "exec-chosen", req->image)
-	                             ? LOG_INFO
-	                             : LOG_DEBUG;
-	log_msg(lvl, "%s runs in exec mode (KRMPOD_MODE=%s): manifest %s, argv[0] %s", req->image,
-	        mode_name(s->mode), c.manifest_digest, req->exec_argv[0]);
-	registry_image_config_clear(&c);
-	return 0;
+	struct policy p = {0};
+	const struct policy_image *rec = NULL;
+	int rc = recorded(s, req, cancel, &p, &rec, err);
+	if (rc == 0)
+		rc = resolve(s, req, rec, cancel, deadline_ms, err);
+	policy_clear(&p);
+	return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
 
 #define NAMED_MAX 8 /* media types or platforms listed in a message */
@@ -165,44 +166,12 @@ int oci_index_platform(const struct json *idx, const char *os, const char *arch,
 	return oci_descriptor_read(json_at(manifests, (size_t)pick), what, out, err);
 }
 
-/* A JSON array of strings as a new NULL-terminated vector; *out NULL for null or absent
- * (or an empty vector when `always`). -1 when it is something else. */
-static int string_vector(const struct json *a, bool always, char ***out)
-{
-	*out = NULL;
-	if (json_type(a) == JSON_NULL && !always)
-		return 0;
-	if (json_type(a) != JSON_ARRAY && json_type(a) != JSON_NULL)
-		return -1;
-	size_t n = json_len(a);
-	char **v = xcalloc(n + 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++) {
-		const char *s = json_str(json_at(a, i));
-		if (s == NULL) {
-			for (size_t j = 0; j < i; j++)
-				free(v[j]);
-			free(v);
-			return -1;
-		}
-		v[i] = xstrdup(s);
-	}
-	*out = v;
-	return 0;
-}
-
-static void free_vector(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 /* Frees what the config says (not the manifest digest). */
 static void clear_fields(struct registry_image_config *c)
 {
-	free_vector(c->entrypoint);
-	free_vector(c->cmd);
-	free_vector(c->env);
+	strv_free(c->entrypoint);
+	strv_free(c->cmd);
+	strv_free(c->env);
 	free(c->working_dir);
 	free(c->user);
 	c->entrypoint = c->cmd = c->env = NULL;
@@ -240,11 +209,11 @@ int oci_image_config_parse(const char *text, size_t len, struct registry_image_c
 		               "the image config is not an object with a \"config\" "
 		               "object");
 	const char *bad = NULL;
-	if (string_vector(json_get(c, "Entrypoint"), false, &out->entrypoint) < 0)
+	if (json_strv(json_get(c, "Entrypoint"), false, &out->entrypoint) < 0)
 		bad = "Entrypoint";
-	else if (string_vector(json_get(c, "Cmd"), false, &out->cmd) < 0)
+	else if (json_strv(json_get(c, "Cmd"), false, &out->cmd) < 0)
 		bad = "Cmd";
-	else if (string_vector(json_get(c, "Env"), true, &out->env) < 0)
+	else if (json_strv(json_get(c, "Env"), true, &out->env) < 0)
 		bad = "Env";
 	else if (optional_string(json_get(c, "WorkingDir"), &out->working_dir) < 0)
 		bad = "WorkingDir";

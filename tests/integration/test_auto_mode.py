@@ -3,7 +3,10 @@ mode when its image config can be read from its registry (and KRMPOD_HELPER_IMAG
 else in attach mode. What was chosen is said once per image at info level; an image whose
 config cannot be read is not asked for again for FN_IMAGE_TAG_TTL_MS. The registry is
 registrylib.FixtureRegistry serving kubesim's fixtures under example.com (conftest)."""
-from conftest import KUSTOMIZE_RUN, base_env, exec_settings, no_sanitizer_reports, run_shim
+import json
+import os
+
+from conftest import IMAGES, KUSTOMIZE_RUN, base_env, exec_settings, no_sanitizer_reports, run_shim
 
 CHOSE_EXEC = "runs in exec mode (KRMPOD_MODE=auto)"
 CHOSE_ATTACH = "runs in attach mode: its image config cannot be read"
@@ -95,3 +98,70 @@ def test_explicit_modes_and_a_bad_one(kubesim, tmp_path):
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"", env=env)
     assert r.returncode == 125 and "KRMPOD_WARM_POOL=true needs KRMPOD_MODE=exec or auto" in \
         r.stderr.decode(), r.stderr.decode()
+
+
+# ---- an entrypoint recorded in the admin's catalog (issue 29): exec mode without the config --
+
+def pods_posted(kubesim, before):
+    return [l for l in kubesim.requests()[before:] if " POST " in " %s " % l and "/pods" in l]
+
+
+def recording_catalog(tmp_path, image, entrypoint, cmd=None):
+    """An admin catalog whose one entry lists image with a recorded entrypoint (and cmd)."""
+    path = tmp_path / "recorded.yaml"
+    extra = ", cmd: %s" % json.dumps(cmd) if cmd is not None else ""
+    path.write_text("apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\n"
+                    "metadata: {name: recorded}\nspec:\n  krmFunctions:\n"
+                    "  - group: example.com\n    names: {kind: Cat}\n    versions:\n"
+                    "    - name: v1\n      runtime: {container: {image: %s, entrypoint: %s%s}}\n"
+                    % (image, json.dumps(entrypoint), extra))
+    return str(path)
+
+
+def test_a_recorded_entrypoint_gives_exec_mode_when_the_config_cannot_be_read(kubesim, tmp_path):
+    """The registry unreachable (a mirror that refuses): without a record the function runs in
+    attach mode; with the admin catalog's record, in exec mode, said once with the catalog."""
+    image = "example.com/fns/cat:v1"
+    unreachable = dict(KRMPOD_REGISTRY_MIRRORS="example.com=127.0.0.1:1")
+    env = auto_env(kubesim, tmp_path, **unreachable)
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"a: 1\n", env=env)
+    assert r.returncode == 0 and r.stdout == b"a: 1\n", r.stderr.decode()
+    assert CHOSE_ATTACH in r.stderr.decode(), r.stderr.decode()
+    assert streams(kubesim, before) == ["attach"]
+    catalog = recording_catalog(tmp_path, image, [os.path.join(IMAGES, "cat")])
+    env = auto_env(kubesim, tmp_path, KRMPOD_CACHE_DIR=str(tmp_path / "cache2"),
+                   KRMPOD_DEFAULT_CATALOGS=catalog, **unreachable)
+    for i in range(2):
+        before = len(kubesim.requests())
+        r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"b: %d\n" % i, env=env)
+        err = r.stderr.decode()
+        assert r.returncode == 0 and r.stdout == b"b: %d\n" % i, err
+        assert streams(kubesim, before) == ["exec"], kubesim.requests()[before:]
+        said = "%s runs in exec mode (KRMPOD_MODE=auto) with the entrypoint recorded by " \
+               "example.com/v1 Cat in catalog recorded" % image
+        assert err.count(said) == (1 if i == 0 else 0), err
+        no_sanitizer_reports(r.stderr)
+
+
+def test_a_record_that_disagrees_with_the_config_is_refused(kubesim, tmp_path):
+    """The registry readable: the record must say what the config says, else nothing runs."""
+    image = "example.com/fns/cat:v1"
+    catalog = recording_catalog(tmp_path, image, ["/bin/elsewhere"], ["--flag"])
+    env = auto_env(kubesim, tmp_path, KRMPOD_DEFAULT_CATALOGS=catalog)
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"a: 1\n", env=env)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and r.stdout == b"", err
+    assert ('image %s: example.com/v1 Cat in catalog recorded (%s) records entrypoint '
+            '["/bin/elsewhere"] cmd ["--flag"], but its config in the registry' % (image, catalog)) in err, err
+    assert 'says entrypoint ["%s"] cmd []: correct the catalog entry' % os.path.join(IMAGES, "cat") in err, err
+    assert pods_posted(kubesim, before) == [], "a pod was created"
+    # the record that agrees: exec mode, as the config says
+    catalog = recording_catalog(tmp_path, image, [os.path.join(IMAGES, "cat")])
+    env["KRMPOD_DEFAULT_CATALOGS"] = catalog
+    before = len(kubesim.requests())
+    r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"a: 1\n", env=env)
+    assert r.returncode == 0 and r.stdout == b"a: 1\n", r.stderr.decode()
+    assert "(as its catalog entry records)" in r.stderr.decode(), r.stderr.decode()
+    assert len(pods_posted(kubesim, before)) == 1

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
 #include "catalog/catalog.h"
 #include "catalog/policy.h"
@@ -38,7 +39,8 @@ static const char good[] =
         "          sha256: " HEX "\n"
         "    - name: v2\n"
         "      runtime: {container: {image: registry.example.co/fns/set-namespace:latest, "
-        "requireNetwork: true, requireStorageMount: true, shareAcrossApplications: true}}\n"
+        "requireNetwork: true, requireStorageMount: true, shareAcrossApplications: true, "
+        "entrypoint: [/fn, --serve], cmd: [--x]}}\n"
         "  - group: example.com\n"
         "    names: {kind: SetNamespace}\n"
         "    versions:\n"
@@ -69,6 +71,10 @@ TEST(a_catalog_parses_and_the_first_match_wins)
 	v = catalog_find(c, "example.com", "v2", "SetNamespace", NULL);
 	CHECK(v && v->require_network && v->require_storage_mount && v->share_across_apps &&
 	      v->sha256 == NULL);
+	/* the recorded entrypoint and cmd: only where recorded */
+	CHECK(v && strv_len(v->entrypoint) == 2 && strcmp(v->entrypoint[1], "--serve") == 0 &&
+	      strv_len(v->cmd) == 1 && strcmp(v->cmd[0], "--x") == 0);
+	CHECK(c->fns[0].versions[0].entrypoint == NULL && c->fns[0].versions[0].cmd == NULL);
 	if (v) {
 		char *img = catalog_version_image(v);
 		CHECK_STR(img, "registry.example.co/fns/set-namespace:latest");
@@ -116,7 +122,13 @@ TEST(validation_names_the_file_and_the_field)
 	refused("requireNetwork: true", "requireNetwrok: true",
 	        "spec.krmFunctions[0].versions[1].runtime.container.requireNetwrok",
 	        "unknown field (known here: image, sha256, requireNetwork, requireStorageMount, "
-	        "shareAcrossApplications)");
+	        "shareAcrossApplications, entrypoint, cmd)");
+	refused("entrypoint: [/fn, --serve]", "entrypoint: /fn",
+	        "versions[1].runtime.container.entrypoint", "must be a list of strings");
+	refused("entrypoint: [/fn, --serve], ", "", "versions[1].runtime.container.cmd",
+	        "is recorded without entrypoint");
+	refused("entrypoint: [/fn, --serve], cmd: [--x]", "entrypoint: [], cmd: []",
+	        "versions[1].runtime.container.entrypoint", "and cmd are both empty");
 	refused("requireNetwork: true", "requireNetwork: yes please",
 	        "versions[1].runtime.container.requireNetwork", "must be true or false");
 	refused("    names: {kind: SetNamespace}\n    description",
@@ -327,6 +339,9 @@ TEST(the_policy_file_round_trip)
 	policy_init(&p, &s);
 	add_image(&p, "i@sha256:" HEX, "o", true, false, true);
 	add_image(&p, "j:v1", "o", false, false, false);
+	char *ep[] = {"/fn", "a b", NULL}, *cmd[] = {"--x", NULL};
+	p.images[0].entrypoint = strv_dup(ep);
+	p.images[0].cmd = strv_dup(cmd);
 	policy_add_named(&p, "a/b:v1", "app/fn.yaml");
 	struct buf b;
 	buf_init(&b, 0);
@@ -342,6 +357,10 @@ TEST(the_policy_file_round_trip)
 	CHECK(!policy_shared(&q, "j:v1") && !policy_shared(&q, "i:v1") &&
 	      !policy_shared(&q, "k@sha256:" HEX));
 	CHECK(q.n_named == 1 && strcmp(q.named[0].where, "app/fn.yaml") == 0);
+	/* a recorded entrypoint survives the file too */
+	CHECK(strv_equal(q.images[0].entrypoint, p.images[0].entrypoint) &&
+	      strv_equal(q.images[0].cmd, p.images[0].cmd) && q.images[0].entrypoint &&
+	      q.images[1].entrypoint == NULL);
 	policy_clear(&q);
 	CHECK_INT(policy_read("{mode: maybe}", 13, "policy", &q, &e), -1);
 	CHECK_CONTAINS(e ? e->msg : NULL, "policy: not a policy krmpod generate wrote");
@@ -428,9 +447,39 @@ TEST(every_catalog_that_lists_an_image)
 	buf_free(&b);
 }
 
+/* The entry that records an image's entrypoint, from any admin catalog that lists it; two
+ * that disagree are an error naming both. */
+TEST(a_recorded_entrypoint_from_any_catalog)
+{
+	struct settings s = policy_settings(IMAGE_POLICY_CATALOG, false);
+	struct policy p;
+	policy_init(&p, &s);
+	char *ep[] = {"/fn", NULL}, *other[] = {"/other", NULL};
+	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "vendor entry"});
+	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "org entry",
+	                                            .entrypoint = ep});
+	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "third entry",
+	                                            .entrypoint = ep});
+	const struct policy_image *rec = NULL;
+	struct err *e = NULL;
+	CHECK_INT(policy_recorded(&p, "r/fn:v1", &rec, &e), 0);
+	CHECK(rec != NULL && rec == &p.images[1]);
+	CHECK_INT(policy_recorded(&p, "r/other:v1", &rec, &e), 0);
+	CHECK(rec == NULL);
+	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "fourth entry",
+	                                            .entrypoint = other});
+	CHECK_INT(policy_recorded(&p, "r/fn:v1", &rec, &e), -1);
+	CHECK(rec == NULL && e && e->code == ERR_CONFIG);
+	CHECK_CONTAINS(e ? e->msg : NULL, "org entry records entrypoint [\"/fn\"] cmd []");
+	CHECK_CONTAINS(e ? e->msg : NULL, "fourth entry records entrypoint [\"/other\"]");
+	err_free(e);
+	policy_clear(&p);
+}
+
 int main(void)
 {
 	RUN(every_catalog_that_lists_an_image);
+	RUN(a_recorded_entrypoint_from_any_catalog);
 	RUN(a_catalog_parses_and_the_first_match_wins);
 	RUN(validation_names_the_file_and_the_field);
 	RUN(krm_function_catalog_and_digest_in_the_image);
