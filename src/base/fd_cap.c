@@ -205,7 +205,8 @@ static void relay_main(struct fd_cap *c, int rd, int ctl_rd, int res_wr)
 				continue;
 			/* END_BYTE: the starter ended the cap; end of file alone: it died (SIGKILL)
 			 * and the writers it left may still be stopping */
-			until = mono_ms() + (n == 1 && b == END_BYTE ? FD_CAP_DRAIN_MS : FD_CAP_ORPHAN_MS);
+			until = mono_ms() +
+			        (n == 1 && b == END_BYTE ? FD_CAP_DRAIN_MS : FD_CAP_ORPHAN_MS);
 			close(RELAY_CTL);
 			ctl_open = false;
 		}

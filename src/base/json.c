@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strv.h"
 #include "base/xalloc.h"
 
 /* The longest key, in characters as json_escape() writes it, that the reader accepts:
@@ -647,7 +646,9 @@ int json_strv(const struct json *a, bool always, char ***out)
 	for (size_t i = 0; i < n; i++) {
 		const char *s = json_str(json_at(a, i));
 		if (s == NULL) {
-			strv_free(v);
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
 			return -1;
 		}
 		v[i] = xstrdup(s);

@@ -58,7 +58,7 @@ const char *json_scalar(const struct json *j);
 bool json_int(const struct json *j, long long *out);
 /* Boolean value of a JSON_BOOL node; false otherwise (and *out untouched). */
 bool json_bool(const struct json *j, bool *out);
-/* An array of strings as a new NULL-terminated vector (base/strv.h); *out NULL for null or
+/* An array of strings as a new NULL-terminated vector (base/strv.h frees it); *out NULL for null or
  * absent, or an empty vector then when `always`. -1 when it is something else. */
 int json_strv(const struct json *a, bool always, char ***out);
 /* Whether the reader types the untagged plain scalar s as a number (YAML's core schema:

@@ -144,7 +144,8 @@ int policy_recorded(const struct policy *p, const char *image, const struct poli
 			*out = e;
 			continue;
 		}
-		if (strv_equal((*out)->entrypoint, e->entrypoint) && strv_equal((*out)->cmd, e->cmd))
+		if (strv_equal((*out)->entrypoint, e->entrypoint) &&
+		    strv_equal((*out)->cmd, e->cmd))
 			continue;
 		cleanup_buf struct buf a, b;
 		buf_init(&a, 0);

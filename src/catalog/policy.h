@@ -35,7 +35,7 @@ struct policy_image {
 	char *catalog; /* the catalog's metadata.name (a signature policy may name it) */
 	bool require_network;
 	bool require_storage_mount;
-	bool share_across_apps; /* its entry's shareAcrossApplications (catalog.h) */
+	bool share_across_apps;   /* its entry's shareAcrossApplications (catalog.h) */
 	char **entrypoint, **cmd; /* its entry's recorded entrypoint and cmd, or NULL */
 };
 

@@ -84,7 +84,8 @@ static void drain(int fd)
 }
 
 /* The stop sequence; returns when every descendant is gone or was SIGKILLed. */
-static void stop_all(pid_t pid, const pid_t *keep, bool shared_group, int fd, int *status, bool *pid_done)
+static void stop_all(pid_t pid, const pid_t *keep, bool shared_group, int fd, int *status,
+                     bool *pid_done)
 {
 	signal_all(pid, shared_group, SIGTERM);
 	int64_t until = now_ms() + KUSTOMIZE_STOP_GRACE_MS;

@@ -36,7 +36,7 @@ struct kustomize_opts {
 	int64_t deadline_ms;       /* now_ms() clock */
 	const char *deadline_name; /* the setting to name when the deadline passes */
 	atomic_int *cancel;        /* a signal number when the caller was signalled */
-	pid_t keep[2]; /* children of the caller's that are not kustomize's (the prestart
+	pid_t keep[2];     /* children of the caller's that are not kustomize's (the prestart
 	                  janitor, the stderr relay): never waited for; 0 for none */
 	const char *dir;   /* kustomize's working directory (the shims inherit it); NULL: ours */
 	size_t max_output; /* the most bytes of stdout (0: LIMIT_GENERATE_OUTPUT) */

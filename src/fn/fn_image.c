@@ -144,15 +144,14 @@ static int from_config(const struct settings *s, struct fn_request *req,
 	enum log_level lvl = s->mode == FN_MODE_AUTO && first_time(s, "exec-chosen", req->image)
 	                             ? LOG_INFO
 	                             : LOG_DEBUG;
-	log_msg(lvl, "%s runs in exec mode (KRMPOD_MODE=%s): manifest %s, argv[0] %s%s",
-	        req->image, mode_name(s->mode), c->manifest_digest, req->exec_argv[0],
+	log_msg(lvl, "%s runs in exec mode (KRMPOD_MODE=%s): manifest %s, argv[0] %s%s", req->image,
+	        mode_name(s->mode), c->manifest_digest, req->exec_argv[0],
 	        rec ? " (as its catalog entry records)" : "");
 	return 0;
 }
 
-static int resolve(const struct settings *s, struct fn_request *req,
-                   const struct policy_image *rec, atomic_int *cancel, int64_t deadline_ms,
-                   struct err **err)
+static int resolve(const struct settings *s, struct fn_request *req, const struct policy_image *rec,
+                   atomic_int *cancel, int64_t deadline_ms, struct err **err)
 {
 	/* auto only: under exec the admin asked for exec mode, and a registry that failed a
 	 * moment ago is asked again */
@@ -191,8 +190,7 @@ static int resolve(const struct settings *s, struct fn_request *req,
 		return from_record(s, req, rec, why);
 	}
 	log_msg(first ? LOG_INFO : LOG_DEBUG,
-	        "%s runs in attach mode: its image config cannot be read (%s)", req->image,
-	        e->msg);
+	        "%s runs in attach mode: its image config cannot be read (%s)", req->image, e->msg);
 	return 0;
 }
 

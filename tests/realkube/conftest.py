@@ -334,6 +334,27 @@ def render(install, app, **env):
     return r, install.recorder.pods_since(mark)
 
 
+RECORDED_CATALOG = "/tmp/.krmpod-tier/recorded-entrypoints.yaml"
+
+
+def recorded_entrypoints(install, *fixtures):
+    """The env of a render whose admin catalogs also record the fixtures' entrypoints
+    (images.fixture_catalog): the sidecar cannot read their configs (no registry for
+    example.com), so this is what gives them exec mode. The shipped KRMPOD_DEFAULT_CATALOGS
+    is read from the running sidecar and kept first."""
+    import images
+    install.sidecar.add_file(RECORDED_CATALOG, images.fixture_catalog(fixtures).encode())
+    r = install.sidecar.sh('printf %s "$KRMPOD_DEFAULT_CATALOGS"')
+    assert r.returncode == 0, r.stderr.decode()
+    shipped = r.stdout.decode()
+    return {"KRMPOD_DEFAULT_CATALOGS": ",".join(c for c in (shipped, RECORDED_CATALOG) if c)}
+
+
+def containers(pods):
+    """The container names of every recorded pod: ["krmpod", "fn"] is exec mode."""
+    return [[c["name"] for c in rec["created"]["spec"]["containers"]] for rec in pods.values()]
+
+
 def assert_ok(r):
     assert r.returncode == 0, "generate failed (exit %d):\n%s" % (
         r.returncode, r.stderr.decode(errors="replace"))

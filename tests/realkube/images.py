@@ -372,6 +372,25 @@ def function_config(name):
     return {"Entrypoint": ["/usr/local/bin/" + name], "User": "65534:65534"}
 
 
+def fixture_kind(name):
+    """The kind a fixture's catalog entry names ("stderr-first" -> "StderrFirst")."""
+    return "".join(part.capitalize() for part in re.split(r"[-_.]", name) if part)
+
+
+def fixture_catalog(names, catalog="krmpod-test-fixtures"):
+    """An admin catalog (docs/catalogs.md) that lists the fixtures' images with the
+    entrypoint their image config says (function_config, the very config imported), recorded
+    so that krmpod runs them in exec mode where it cannot read their configs (issue 29)."""
+    entries = []
+    for name in names:
+        entrypoint = json.dumps(function_config(name)["Entrypoint"])
+        entries.append("  - group: example.com\n    names: {kind: %s}\n    versions:\n"
+                       "    - name: v1\n      runtime: {container: {image: %s, entrypoint: %s}}\n"
+                       % (fixture_kind(name), FN_IMAGE % name, entrypoint))
+    return ("apiVersion: config.kubernetes.io/v1alpha1\nkind: Catalog\nmetadata: {name: %s}\n"
+            "spec:\n  krmFunctions:\n" % catalog) + "".join(entries)
+
+
 def build_all(sock, krmpod_bin, fixtures=None):
     """Builds and imports every image; returns {"functions": {fixture: digest},
     "real": {function: {"image", "digest", "binary", "size"}},

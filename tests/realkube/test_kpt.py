@@ -135,12 +135,19 @@ def test_eval_network_mount_env_as_current_user(install, shared_root):
     ("fail", 1, b""),
 ])
 def test_doc(install, tmp_path, fixture, want_rc, want_out):
-    """kpt fn doc: `docker run --rm IMAGE --help`, without -i: the pod has no stdin."""
+    """kpt fn doc: `docker run --rm IMAGE --help`, without -i: the pod has no stdin. The
+    function prints its help and exits at once, before any attach could prove its output:
+    its entrypoint, recorded in the admin's catalog, gives exec mode (issue 29)."""
+    import images
     runs = {}
     for name in ("pods", "direct"):
         root = str(tmp_path / name)
         os.makedirs(root)
-        env = pods_env(install, root) if name == "pods" else direct_env(root)
+        catalog = os.path.join(root, "catalog.yaml")
+        with open(catalog, "w") as f:
+            f.write(images.fixture_catalog([fixture]))
+        env = pods_env(install, root, KRMPOD_HELPER_IMAGE=install.pinned_image,
+                       KRMPOD_DEFAULT_CATALOGS=catalog) if name == "pods" else direct_env(root)
         runs[name] = kpt(["fn", "doc", "--image", FN_IMAGE % fixture], root, env)
     assert runs["pods"].returncode == want_rc, runs["pods"].stderr.decode()
     assert_same("fn doc " + fixture, runs["pods"], runs["direct"])

@@ -69,12 +69,14 @@ def run_prestart_claim(install, tmp_path):
     return r.returncode == 0 and "2 claimed" in err, err
 
 
-def run_early_stderr(install, tmp_path):
-    """stderr-first: its first line is written before the attach and recovered from the log."""
-    r, _ = render(install, fn_app(tmp_path, "stderr-first",
-                                  name="app-%d" % time.monotonic_ns()))
+def run_attach_proof(install, tmp_path):
+    """A render in attach mode (the shipped settings: the sidecar cannot read the fixtures'
+    image configs): krmpod proves the attach delivered everything against the pod log, and
+    fails closed when it cannot read it (issue 29)."""
+    r, _ = render(install, copy_fixture_app(tmp_path, name="app-%d" % time.monotonic_ns()),
+                  FROM_SHIM="x")
     err = r.stderr.decode(errors="replace")
-    return r.returncode == 0 and "hello from stderr before stdin" in err, err
+    return r.returncode == 0 and "image=example.com/fns/add-label" in err, err
 
 
 def run_early_attach(install, tmp_path):
@@ -125,7 +127,8 @@ FEATURES = {
                                run_exec_render),
     ("", "pods/exec", "create"): ("a render in exec mode (the exec, on Kubernetes 1.35+)",
                                   run_exec_render),
-    ("", "pods/log", "get"): ("early stderr recovery (pods/log)", run_early_stderr),
+    ("", "pods/log", "get"): ("attach-mode output proven against the pod log (pods/log)",
+                              run_attach_proof),
     ("", "events", "watch"): ("the early attach (the kubelet's Started event)",
                               run_early_attach),
     ("", "podtemplates", "get"): ("KRMPOD_POD_TEMPLATE by name", run_pod_template),

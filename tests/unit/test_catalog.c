@@ -456,9 +456,10 @@ TEST(a_recorded_entrypoint_from_any_catalog)
 	policy_init(&p, &s);
 	char *ep[] = {"/fn", NULL}, *other[] = {"/other", NULL};
 	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "vendor entry"});
-	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "org entry",
-	                                            .entrypoint = ep});
-	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "third entry",
+	policy_add_image(&p, &(struct policy_image){
+	                             .image = "r/fn:v1", .origin = "org entry", .entrypoint = ep});
+	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1",
+	                                            .origin = "third entry",
 	                                            .entrypoint = ep});
 	const struct policy_image *rec = NULL;
 	struct err *e = NULL;
@@ -466,7 +467,8 @@ TEST(a_recorded_entrypoint_from_any_catalog)
 	CHECK(rec != NULL && rec == &p.images[1]);
 	CHECK_INT(policy_recorded(&p, "r/other:v1", &rec, &e), 0);
 	CHECK(rec == NULL);
-	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1", .origin = "fourth entry",
+	policy_add_image(&p, &(struct policy_image){.image = "r/fn:v1",
+	                                            .origin = "fourth entry",
 	                                            .entrypoint = other});
 	CHECK_INT(policy_recorded(&p, "r/fn:v1", &rec, &e), -1);
 	CHECK(rec == NULL && e && e->code == ERR_CONFIG);
