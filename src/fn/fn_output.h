@@ -4,9 +4,11 @@
  * With -i the function's stdout and stderr stream over the attach as they come; without
  * it the attached output is held in private files until the function ended, because the
  * start of its output may exist only in the pod log. Once the function ended its pod log is
- * read once and lined up with what the attach delivered: what was written before the attach
- * is recovered, and a log that holds more than the attach delivered fails the run (the API
- * server closed the stream early): a render never uses cut output.
+ * read once and lined up with what the attach delivered: a log that holds more than the
+ * attach delivered fails the run (the API server closed the stream early), and output that
+ * cannot be proven complete (written before the attach, a log that does not line up or
+ * cannot be read) fails it too unless KRMPOD_ATTACH_UNVERIFIED=allow, which recovers what
+ * it can (docs/internals/attach-output.md): a render never uses cut output.
  */
 #ifndef KRMPOD_FN_OUTPUT_H
 #define KRMPOD_FN_OUTPUT_H
