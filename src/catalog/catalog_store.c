@@ -358,6 +358,31 @@ int catalog_store_policy(const struct settings *s, atomic_int *cancel, bool with
 	return rc;
 }
 
+/* Adds the images of catalog c to p, with what each entry allows and records. */
+static void add_catalog_images(struct policy *p, const struct catalog *c)
+{
+	for (size_t f = 0; f < c->n_fns; f++) {
+		const struct catalog_fn *fn = &c->fns[f];
+		for (size_t v = 0; v < fn->n_versions; v++) {
+			const struct catalog_version *ver = &fn->versions[v];
+			cleanup_free char *image = catalog_version_image(ver);
+			cleanup_free char *origin = xasprintf(
+			        "%s%s%s %s in catalog %s (%s)", fn->group, fn->group[0] ? "/" : "",
+			        ver->name, fn->kind, c->name, c->source);
+			policy_add_image(
+			        p, &(struct policy_image){
+			                   .image = image,
+			                   .origin = origin,
+			                   .catalog = c->name,
+			                   .require_network = ver->require_network,
+			                   .require_storage_mount = ver->require_storage_mount,
+			                   .share_across_apps = ver->share_across_apps,
+			                   .entrypoint = ver->entrypoint,
+			                   .cmd = ver->cmd});
+		}
+	}
+}
+
 int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struct err **err)
 {
 	size_t n = st->s->n_trusted_catalogs + st->s->n_default_catalogs;
@@ -367,28 +392,24 @@ int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struc
 		const struct catalog *c = NULL;
 		if (catalog_store_load(st, a, &c, err) < 0)
 			return err_wrap(err, "%s", setting);
-		for (size_t f = 0; f < c->n_fns; f++) {
-			const struct catalog_fn *fn = &c->fns[f];
-			for (size_t v = 0; v < fn->n_versions; v++) {
-				const struct catalog_version *ver = &fn->versions[v];
-				cleanup_free char *image = catalog_version_image(ver);
-				cleanup_free char *origin =
-				        xasprintf("%s%s%s %s in catalog %s (%s)", fn->group,
-				                  fn->group[0] ? "/" : "", ver->name, fn->kind,
-				                  c->name, c->source);
-				policy_add_image(
-				        p,
-				        &(struct policy_image){
-				                .image = image,
-				                .origin = origin,
-				                .catalog = c->name,
-				                .require_network = ver->require_network,
-				                .require_storage_mount = ver->require_storage_mount,
-				                .share_across_apps = ver->share_across_apps,
-				                .entrypoint = ver->entrypoint,
-				                .cmd = ver->cmd});
-			}
-		}
+		add_catalog_images(p, c);
 	}
 	return 0;
+}
+
+void catalog_store_admin_records(struct catalog_store *st, struct policy *p)
+{
+	size_t n = st->s->n_trusted_catalogs + st->s->n_default_catalogs;
+	for (size_t i = 0; i < n; i++) {
+		const char *setting;
+		const struct catalog_ref *a = admin_ref(st->s, i, &setting);
+		const struct catalog *c = NULL;
+		cleanup_err struct err *e = NULL;
+		if (catalog_store_load(st, a, &c, &e) < 0) {
+			log_debug("%s: %s: the entrypoints it may record are not used", setting,
+			          e->msg);
+			continue;
+		}
+		add_catalog_images(p, c);
+	}
 }

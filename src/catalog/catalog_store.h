@@ -64,6 +64,13 @@ int catalog_store_listed(struct catalog_store *st, const char *entry, const char
  * KRMPOD_IMAGE_POLICY=catalog and for the warm pool's shareAcrossApplications. */
 int catalog_store_admin_images(struct catalog_store *st, struct policy *p, struct err **err);
 
+/* For the entrypoints the admin's catalogs record (catalog.h), where nothing else needs
+ * them: adds the images of every admin catalog that can be loaded; one that cannot is
+ * skipped (said at debug level). A catalog trusted by its pin need not exist on this
+ * machine (a repository's copy is checked against the pin), and a missing record only
+ * leaves a function in attach mode, whose output is proven or refused (fn_output.h). */
+void catalog_store_admin_records(struct catalog_store *st, struct policy *p);
+
 /* The policy a function is checked against outside generate's own check: the one generate
  * resolved for its shims (s->policy_file, KRMPOD_POLICY_FILE), else the settings' own, with
  * the admin's catalog images when the policy is `catalog` or `with_images` (fetched here,

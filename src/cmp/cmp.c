@@ -323,14 +323,18 @@ static int check_policy(struct render *r, struct err **err)
 		sig_policy_clear(&sp);
 	}
 	bool admin_catalogs = r->fs.n_trusted_catalogs + r->fs.n_default_catalogs > 0;
-	/* the shims may read recorded entrypoints (fn_image.h) whenever exec mode is possible */
-	bool exec_possible = r->fs.mode != FN_MODE_ATTACH && r->fs.helper_image != NULL;
 	bool images = r->fs.image_policy == IMAGE_POLICY_CATALOG ||
-	              ((r->fs.warm_pool || sig_catalogs || exec_possible) && admin_catalogs);
-	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest && !images)
+	              ((r->fs.warm_pool || sig_catalogs) && admin_catalogs);
+	/* otherwise the shims need the admin's catalogs only for the entrypoints they record
+	 * (fn_image.h), whenever exec mode is possible: from those that can be loaded */
+	bool records = !images && admin_catalogs && r->fs.mode != FN_MODE_ATTACH &&
+	               r->fs.helper_image != NULL;
+	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest && !images && !records)
 		return 0;
 	if (images && catalog_store_admin_images(r->store, &r->policy, err) < 0)
 		return err_wrap(err, "generate: the image policy");
+	if (records)
+		catalog_store_admin_records(r->store, &r->policy);
 	for (size_t i = 0; i < r->n_fns; i++)
 		policy_add_named(&r->policy, r->fns[i].image, r->fns[i].where);
 	for (size_t i = 0; i < r->n_fns; i++) {

@@ -82,17 +82,26 @@ static const char *mode_name(enum fn_mode m)
 	return m == FN_MODE_AUTO ? "auto" : m == FN_MODE_EXEC ? "exec" : "attach";
 }
 
-/* The admin catalog entry that records image's entrypoint (catalog.h), looked up only when
- * the admin lists catalogs: *rec points into *p (cleared by the caller). */
+/* The admin catalog entry that records image's entrypoint (catalog.h): from the policy file
+ * generate wrote (it carries the records), else from the admin's catalogs that can be
+ * loaded (catalog_store_admin_records). *rec points into *p (cleared by the caller). */
 static int recorded(const struct settings *s, const struct fn_request *req, atomic_int *cancel,
                     struct policy *p, const struct policy_image **rec, struct err **err)
 {
 	*rec = NULL;
-	if (s->n_trusted_catalogs + s->n_default_catalogs == 0 && s->policy_file == NULL)
-		return 0;
-	if (catalog_store_policy(s, cancel, true, p, err) < 0 ||
-	    policy_recorded(p, req->image, rec, err) < 0)
-		return err_wrap(err, "exec mode: the entrypoint the admin's catalogs record");
+	if (s->policy_file) {
+		if (catalog_store_policy(s, cancel, false, p, err) < 0)
+			return err_wrap(err,
+			                "exec mode: the entrypoints the admin's catalogs record");
+	} else if (s->n_trusted_catalogs + s->n_default_catalogs > 0) {
+		policy_init(p, s);
+		struct catalog_store *st = NULL;
+		catalog_store_open(s, cancel, now_ms() + s->start_timeout_ms, &st);
+		catalog_store_admin_records(st, p);
+		catalog_store_free(st);
+	}
+	if (policy_recorded(p, req->image, rec, err) < 0)
+		return err_wrap(err, "exec mode");
 	return 0;
 }
 

@@ -46,7 +46,7 @@ static int unproven(struct fn_pod *p, const char *reason, struct err **err)
 	               "KRMPOD_HELPER_IMAGE and the image's entrypoint, read from its registry "
 	               "(KRMPOD_REGISTRY_MIRRORS, KRMPOD_REGISTRY_AUTH, KRMPOD_REGISTRY_CA) or "
 	               "recorded in an admin catalog; or accept unproven output with "
-	               "KRMPOD_ATTACH_UNVERIFIED=allow (docs/reliability.md)",
+	               "KRMPOD_ATTACH_UNVERIFIED=allow (docs/internals/attach-output.md)",
 	               req->image, fn_pod_namespace(p), fn_pod_name(p), reason);
 }
 
@@ -174,7 +174,7 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 {
 	uint64_t attached = res->bytes_out + res->bytes_err;
 	bool succeeded = pre_to_stdout || need_stdout; /* the function exited 0 */
-	char reason[320];
+	char reason[768]; /* with an API error, whose end names the missing permission */
 	/* Enough to see a byte past what should be there. Only the head, where what came
 	 * before the attach is, is kept: the rest is counted as it is read, so any length is
 	 * checked in bounded memory. */
@@ -190,7 +190,7 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 		snprintf(
 		        reason, sizeof(reason),
 		        "its pod log could not be read to recover output written before the attach "
-		        "and to check that none was lost (%.200s)",
+		        "and to check that none was lost (%.560s)",
 		        e->msg);
 		if (!succeeded)
 			log_warn("%s", reason);

@@ -165,3 +165,24 @@ def test_a_record_that_disagrees_with_the_config_is_refused(kubesim, tmp_path):
     assert r.returncode == 0 and r.stdout == b"a: 1\n", r.stderr.decode()
     assert "(as its catalog entry records)" in r.stderr.decode(), r.stderr.decode()
     assert len(pods_posted(kubesim, before)) == 1
+
+
+def test_generate_hands_the_records_to_its_shims_and_skips_a_missing_catalog(kubesim, tmp_path):
+    """Through generate: the record reaches the shim in generate's policy file (the registry
+    unreachable, the function runs in exec mode); an admin catalog that is not on this
+    machine (a pinned catalog a repository carries, a laptop's copy of the sidecar's
+    settings) is skipped for records, not an error."""
+    from test_generate import cmp_env, fn_app, generate
+    image = "example.com/fns/cat:v1"
+    catalog = recording_catalog(tmp_path, image, [os.path.join(IMAGES, "cat")])
+    missing = str(tmp_path / "not-here.yaml")
+    settings = dict(exec_settings(), KRMPOD_MODE="auto", KRMPOD_CACHE_DIR=str(tmp_path / "c"),
+                    KRMPOD_REGISTRY_MIRRORS="example.com=127.0.0.1:1",
+                    KRMPOD_DEFAULT_CATALOGS="%s,%s" % (missing, catalog))
+    app = fn_app(tmp_path, image)
+    before = len(kubesim.requests())
+    r = generate(app, cmp_env(kubesim, tmp_path, **settings))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and b"name: base" in r.stdout, err
+    assert streams(kubesim, before) == ["exec"], kubesim.requests()[before:]
+    assert "with the entrypoint recorded by example.com/v1 Cat in catalog recorded" in err, err

@@ -531,17 +531,16 @@ def test_an_admin_catalog_entry_may_share_a_pooled_pod_across_applications(pool,
 
 
 def test_an_admin_catalog_that_cannot_be_read_fails_a_pooled_call_naming_it(pool, tmp_path):
-    """A pooled call reads the admin's catalogs for shareAcrossApplications (and, with a helper
-    image, for a recorded entrypoint first): one that cannot be read fails the call before any
-    pod, naming the setting and the file."""
+    """A pooled call reads the admin's catalogs for shareAcrossApplications: one that cannot
+    be read fails the call before any pod, naming the setting and the file."""
     before = len(pool.requests())
     missing = tmp_path / "nope.yaml"
     r = run_shim(pool, KUSTOMIZE_RUN + ["example.com/fns/cat:v1"], stdin=b"x",
                  env=pool_env(pool, KRMPOD_DEFAULT_CATALOGS=str(missing)))
     err = r.stderr.decode()
     assert r.returncode == 125, err
-    assert "the admin's catalogs" in err, err
-    assert "KRMPOD_DEFAULT_CATALOGS: catalog %s" % missing in err, err
+    assert "the warm pool: the admin's catalogs: KRMPOD_DEFAULT_CATALOGS" in err, err
+    assert str(missing) in err, err
     assert creates(pool, before) == []
 
 
