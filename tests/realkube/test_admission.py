@@ -92,6 +92,37 @@ CASES = {
         {"name": "krmpod-host", "hostPath": {"path": "/"}}), "volumes beyond"),
     "a Secret volume": (lambda p: p["spec"]["volumes"].append(
         {"name": "loot", "secret": {"secretName": "x"}}), "volumes beyond"),
+    # issue 29, item 2: a Secret, a ConfigMap or a token through the environment
+    "an env var from a Secret": (lambda p: fn_of(p).setdefault("env", []).append(
+        {"name": "LOOT", "valueFrom": {"secretKeyRef": {"name": "x", "key": "k"}}}),
+        "no Secret, ConfigMap or ServiceAccount through the environment"),
+    "an env var from a ConfigMap": (lambda p: fn_of(p).setdefault("env", []).append(
+        {"name": "LOOT", "valueFrom": {"configMapKeyRef": {"name": "x", "key": "k"}}}),
+        "no Secret, ConfigMap or ServiceAccount through the environment"),
+    "an env var from the ServiceAccount's name": (lambda p: fn_of(p).setdefault(
+        "env", []).append({"name": "SA", "valueFrom": {"fieldRef": {
+            "fieldPath": "spec.serviceAccountName"}}}),
+        "no Secret, ConfigMap or ServiceAccount through the environment"),
+    "envFrom a Secret": (lambda p: fn_of(p).update(
+        {"envFrom": [{"secretRef": {"name": "x"}}]}),
+        "no Secret, ConfigMap or ServiceAccount through the environment"),
+    "envFrom in krmpod's own container": (lambda p: next(
+        c for c in p["spec"]["containers"] if c["name"] == "krmpod").update(
+        {"envFrom": [{"configMapRef": {"name": "x"}}]}),
+        "no Secret, ConfigMap or ServiceAccount through the environment"),
+    "a projected token volume": (lambda p: p["spec"]["volumes"].append(
+        {"name": "krmpod-token", "projected": {"sources": [{"serviceAccountToken": {
+            "path": "token"}}]}}), "volumes beyond"),
+    "a ConfigMap volume": (lambda p: p["spec"]["volumes"].append(
+        {"name": "krmpod-cm", "configMap": {"name": "x"}}), "volumes beyond"),
+    "hostAliases": (lambda p: p["spec"].update(
+        {"hostAliases": [{"ip": "203.0.113.7", "hostnames": ["kubernetes.default.svc"]}]}),
+        "names resolve through the cluster's DNS only"),
+    "a dnsConfig of one's own": (lambda p: p["spec"].update(
+        {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["203.0.113.53"]}}),
+        "names resolve through the cluster's DNS only"),
+    "the node's DNS": (lambda p: p["spec"].update({"dnsPolicy": "Default"}),
+                       "names resolve through the cluster's DNS only"),
     "a container of one's own": (lambda p: p["spec"]["containers"].append(
         dict(fn_of(p), name="extra")), "containers must be"),
     "another helper image": (lambda p: next(
@@ -138,6 +169,19 @@ def test_with_pod_security_loosened_the_policy_still_denies(as_repo_server, krmp
         assert ok, (case, why)
     status, obj = create(as_repo_server, krmpod_pod)
     assert status == 201, obj
+
+
+def test_the_pod_s_own_name_namespace_and_uid_and_its_resources_are_admitted(
+        as_repo_server, krmpod_pod):
+    """What the allowlist keeps: env from the pod's own identity and its container's
+    resources (nothing secret), so that the rules deny the Secret, not the variable."""
+    p = copy.deepcopy(krmpod_pod)
+    fn_of(p).setdefault("env", []).extend(
+        [{"name": "POD_%d" % i, "valueFrom": {"fieldRef": {"fieldPath": f}}}
+         for i, f in enumerate(("metadata.name", "metadata.namespace", "metadata.uid"))] +
+        [{"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}])
+    status, obj = create(as_repo_server, p)
+    assert status == 201, (status, json.dumps(obj)[:600])
 
 
 def test_krmpod_s_own_pod_is_admitted(as_repo_server, krmpod_pod):
