@@ -27,6 +27,7 @@
 #include "base/json.h"
 #include "base/proc.h"
 #include "base/size_limits.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
 
 /* --- The header -------------------------------------------------------------------------- */
@@ -88,17 +89,10 @@ int agent_call_header_parse(const char *text, size_t len, struct agent_call_head
 	return 0;
 }
 
-static void free_strings(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 void agent_call_header_clear(struct agent_call_header *h)
 {
-	free_strings(h->argv);
-	free_strings(h->env);
+	strv_free(h->argv);
+	strv_free(h->env);
 	memset(h, 0, sizeof(*h));
 }
 

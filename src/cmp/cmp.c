@@ -18,6 +18,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/signals.h"
+#include "base/strv.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/policy.h"
@@ -243,13 +244,6 @@ static int prefetch_template(struct settings *s, struct kube_config *cfg, char *
 	return write_temp_file("krmpod-podtemplate", b.data, b.len, out, err);
 }
 
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static bool blank(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -301,7 +295,7 @@ static void render_free(struct render *r)
 	policy_clear(&r->policy);
 	catalog_apply_free(&r->cat);
 	catalog_store_free(r->store);
-	free_strv(r->env);
+	strv_free(r->env);
 	buf_free(&r->out);
 	cmp_settings_clear(&r->cs);
 }
