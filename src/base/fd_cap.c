@@ -40,7 +40,7 @@ struct fd_cap {
 	uint64_t seen; /* every byte read (relay) */
 	char *ring;    /* the last tail bytes after the head (relay) */
 	size_t tail, ring_pos;
-	char *note; /* the notice, without its numbers: "<what>\0<setting>" */
+	char *what, *setting; /* for the notice (cut to what its buffer holds) */
 	uint64_t limit;
 };
 
@@ -54,7 +54,8 @@ static int64_t mono_ms(void)
 }
 
 /* Writes all of p; false once dest failed (its reader is gone: the rest is read and
- * dropped, so that the writers never block). */
+ * dropped, so that the writers never block). Not fd_write_all: its error path formats
+ * strerror, which is not async-signal-safe. */
 static bool put(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
@@ -123,14 +124,13 @@ static uint64_t finish(struct fd_cap *c, bool dest_ok)
 	uint64_t dropped = after_head > c->tail ? after_head - c->tail : 0;
 	size_t kept = after_head < c->tail ? (size_t)after_head : c->tail;
 	if (dropped && dest_ok) {
-		const char *what = c->note, *setting = c->note + strlen(c->note) + 1;
 		char note[600];
 		size_t n = put_str(note, "\n[krmpod: ");
 		n += put_u64(note + n, dropped);
 		n += put_str(note + n, " bytes of ");
-		n += put_str(note + n, what);
+		n += put_str(note + n, c->what);
 		n += put_str(note + n, " dropped here: ");
-		n += put_str(note + n, setting);
+		n += put_str(note + n, c->setting);
 		n += put_str(note + n, "=");
 		n += put_u64(note + n, c->limit);
 		n += put_str(note + n, " keeps the first ");
@@ -232,7 +232,8 @@ static void cap_free(struct fd_cap *c)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 	free(c->ring);
-	free(c->note);
+	free(c->what);
+	free(c->setting);
 	free(c);
 }
 
@@ -250,8 +251,8 @@ int fd_cap_pipe(int dest, uint64_t limit, const char *what, const char *setting,
 	c->head = limit / 2;
 	c->tail = (size_t)(limit - c->head);
 	c->ring = xmalloc(c->tail);
-	/* the notice's words, cut to what its buffer holds with the numbers */
-	c->note = xasprintf("%.200s%c%.100s", what, '\0', setting);
+	c->what = xstrndup(what, 200);
+	c->setting = xstrndup(setting, 100);
 	int data[2] = {-1, -1}, ctl[2] = {-1, -1}, res[2] = {-1, -1};
 	if (pipe2(data, O_CLOEXEC) < 0 || pipe2(ctl, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0) {
 		int e = errno;

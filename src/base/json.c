@@ -562,6 +562,14 @@ void jw_str(struct jw *w, const char *s)
 	jw_strn(w, s, strlen(s));
 }
 
+void jw_strv(struct jw *w, char *const *v)
+{
+	jw_arr_begin(w);
+	for (size_t i = 0; v && v[i]; i++)
+		jw_str(w, v[i]);
+	jw_arr_end(w);
+}
+
 void jw_int(struct jw *w, long long v)
 {
 	value_sep(w);

@@ -98,6 +98,8 @@ void jw_arr_begin(struct jw *w);
 void jw_arr_end(struct jw *w);
 void jw_key(struct jw *w, const char *key);
 void jw_str(struct jw *w, const char *s);
+/* A NULL-terminated vector of strings (base/strv.h) as an array; NULL as []. */
+void jw_strv(struct jw *w, char *const *v);
 void jw_strn(struct jw *w, const char *s, size_t n);
 void jw_int(struct jw *w, long long v);
 void jw_bool(struct jw *w, bool v);

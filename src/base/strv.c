@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
-#include "base/json.h"
 #include "base/xalloc.h"
 
 size_t strv_len(char *const *v)
@@ -43,14 +41,4 @@ bool strv_equal(char *const *a, char *const *b)
 		if (strcmp(a[i], b[i]) != 0)
 			return false;
 	return true;
-}
-
-void strv_describe(char *const *v, struct buf *out)
-{
-	struct jw w;
-	jw_init(&w, out);
-	jw_arr_begin(&w);
-	for (size_t i = 0; v && v[i]; i++)
-		jw_str(&w, v[i]);
-	jw_arr_end(&w);
 }

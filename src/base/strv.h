@@ -6,15 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct buf;
-
 size_t strv_len(char *const *v);
 /* A deep copy (NULL for NULL). */
 char **strv_dup(char *const *v);
 void strv_free(char **v);
 /* Same strings in the same order (NULL equals an empty vector). */
 bool strv_equal(char *const *a, char *const *b);
-/* Appends v to out as a JSON array ("[\"/fn\", \"--x\"]"), for messages. */
-void strv_describe(char *const *v, struct buf *out);
 
 #endif

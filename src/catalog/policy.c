@@ -131,6 +131,20 @@ size_t policy_catalogs_of(const struct policy *p, const char *image, const char 
 	return n;
 }
 
+char *policy_describe_run(char *const *entrypoint, char *const *cmd)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w; /* one writer per array: each is a document of its own */
+	buf_printf(&b, "entrypoint ");
+	jw_init(&w, &b);
+	jw_strv(&w, entrypoint);
+	buf_printf(&b, " cmd ");
+	jw_init(&w, &b);
+	jw_strv(&w, cmd);
+	return buf_steal(&b, NULL);
+}
+
 int policy_recorded(const struct policy *p, const char *image, const struct policy_image **out,
                     struct err **err)
 {
@@ -147,21 +161,14 @@ int policy_recorded(const struct policy *p, const char *image, const struct poli
 		if (strv_equal((*out)->entrypoint, e->entrypoint) &&
 		    strv_equal((*out)->cmd, e->cmd))
 			continue;
-		cleanup_buf struct buf a, b;
-		buf_init(&a, 0);
-		buf_init(&b, 0);
-		strv_describe((*out)->entrypoint, &a);
-		buf_printf(&a, " cmd ");
-		strv_describe((*out)->cmd, &a);
-		strv_describe(e->entrypoint, &b);
-		buf_printf(&b, " cmd ");
-		strv_describe(e->cmd, &b);
+		cleanup_free char *a = policy_describe_run((*out)->entrypoint, (*out)->cmd);
+		cleanup_free char *b = policy_describe_run(e->entrypoint, e->cmd);
 		const char *first = (*out)->origin;
 		*out = NULL;
 		return err_set(err, ERR_CONFIG,
-		               "image %s: %s records entrypoint %s, %s records entrypoint %s: make "
-		               "them agree with the image's config",
-		               image, first, a.data, e->origin, b.data);
+		               "image %s: %s records %s, %s records %s: make them agree with the "
+		               "image's config",
+		               image, first, a, e->origin, b);
 	}
 	return 0;
 }
@@ -249,14 +256,6 @@ int policy_check(const struct policy *p, const char *image, bool network, bool m
 	return 0;
 }
 
-static void write_strv(struct jw *w, char *const *v)
-{
-	jw_arr_begin(w);
-	for (size_t i = 0; v && v[i]; i++)
-		jw_str(w, v[i]);
-	jw_arr_end(w);
-}
-
 void policy_write(const struct policy *p, struct buf *out)
 {
 	struct jw w;
@@ -282,9 +281,9 @@ void policy_write(const struct policy *p, struct buf *out)
 		jw_kv_bool(&w, "shareAcrossApplications", p->images[i].share_across_apps);
 		if (p->images[i].entrypoint) {
 			jw_key(&w, "entrypoint");
-			write_strv(&w, p->images[i].entrypoint);
+			jw_strv(&w, p->images[i].entrypoint);
 			jw_key(&w, "cmd");
-			write_strv(&w, p->images[i].cmd);
+			jw_strv(&w, p->images[i].cmd);
 		}
 		jw_obj_end(&w);
 	}

@@ -88,6 +88,10 @@ size_t policy_catalogs_of(const struct policy *p, const char *image, const char 
 int policy_recorded(const struct policy *p, const char *image, const struct policy_image **out,
                     struct err **err);
 
+/* "entrypoint [...] cmd [...]" (JSON arrays), for messages about a recorded run: a new
+ * string. */
+char *policy_describe_run(char *const *entrypoint, char *const *cmd);
+
 /* Whether image matches pattern ('*' any run of characters, everything else literal). */
 bool policy_pattern_match(const char *pattern, const char *image);
 

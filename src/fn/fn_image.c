@@ -105,18 +105,6 @@ static int recorded(const struct settings *s, const struct fn_request *req, atom
 	return 0;
 }
 
-/* "entrypoint [...] cmd [...]", for messages: a new string. */
-static char *describe(char *const *entrypoint, char *const *cmd)
-{
-	struct buf b;
-	buf_init(&b, 0);
-	buf_printf(&b, "entrypoint ");
-	strv_describe(entrypoint, &b);
-	buf_printf(&b, " cmd ");
-	strv_describe(cmd, &b);
-	return buf_steal(&b, NULL);
-}
-
 /* Exec mode with what the catalog entry rec records (the config was not read: why). */
 static int from_record(const struct settings *s, struct fn_request *req,
                        const struct policy_image *rec, const char *why)
@@ -136,8 +124,8 @@ static int from_config(const struct settings *s, struct fn_request *req,
                        struct err **err)
 {
 	if (rec && !(strv_equal(rec->entrypoint, c->entrypoint) && strv_equal(rec->cmd, c->cmd))) {
-		cleanup_free char *want = describe(rec->entrypoint, rec->cmd);
-		cleanup_free char *got = describe(c->entrypoint, c->cmd);
+		cleanup_free char *want = policy_describe_run(rec->entrypoint, rec->cmd);
+		cleanup_free char *got = policy_describe_run(c->entrypoint, c->cmd);
 		return err_set(err, ERR_CONFIG,
 		               "image %s: %s records %s, but its config in the registry (manifest "
 		               "%s) says %s: correct the catalog entry (or pin the image it was "
