@@ -12,6 +12,8 @@
 #define LIMIT_PEM_FILE   (1u << 20)
 /* What `krmpod doctor --probe` reads of its probe pod's stderr (one line is expected). */
 #define LIMIT_DOCTOR_PROBE_OUTPUT (16u << 10)
+/* A pod's resolv.conf, read by the network gate for its nameserver. */
+#define LIMIT_RESOLV_CONF (64u << 10)
 /* One incoming WebSocket message we buffer (channel-3 Status); stdout/stderr payloads are
  * streamed through and never buffered whole. */
 #define LIMIT_WS_STATUS (64u << 10)

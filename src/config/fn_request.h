@@ -59,6 +59,9 @@ struct fn_request {
 	/* With pooled: an admin's catalog marks the image shareAcrossApplications, so the pod
 	 * key leaves the Application out (settings.h, pool_tenant; docs/security.md). */
 	bool pool_shared;
+	/* The function is the network gate itself (`krmpod doctor --probe` runs `krmpod
+	 * net-gate`): its container gets the gate's targets (pod_spec.c) as a gate's would. */
+	bool gate_probe;
 };
 
 void fn_request_clear(struct fn_request *req);

@@ -644,10 +644,15 @@ static int load_mode(char *const *e, struct settings *s, struct err **err)
 	return 0;
 }
 
-int settings_agent_net_gate(char *const *envp, int64_t *ms, struct err **err)
+int settings_agent_net_gate(char *const *envp, struct settings_gate *g, struct err **err)
 {
+	*g = (struct settings_gate){.node = settings_env(envp, SETTINGS_NET_GATE_NODE_ENV)};
+	const char *dns = settings_env(envp, SETTINGS_NET_GATE_DNS_ENV);
+	if (dns && strcmp(dns, "1") != 0)
+		return err_set(err, ERR_CONFIG, "%s=%s: only 1 (probe the cluster DNS) is meant",
+		               SETTINGS_NET_GATE_DNS_ENV, dns);
+	g->dns = dns != NULL;
 	const char *v = settings_env(envp, SETTINGS_NET_GATE_ENV);
-	*ms = 0;
 	if (v == NULL)
 		return 0;
 	char *end = NULL;
@@ -656,7 +661,7 @@ int settings_agent_net_gate(char *const *envp, int64_t *ms, struct err **err)
 	if (errno || end == v || *end || n <= 0)
 		return err_set(err, ERR_CONFIG, "%s=%s is not a number of milliseconds",
 		               SETTINGS_NET_GATE_ENV, v);
-	*ms = n;
+	g->ms = n;
 	return 0;
 }
 
@@ -664,11 +669,21 @@ int settings_agent_net_gate(char *const *envp, int64_t *ms, struct err **err)
 static int load_net_gate(char *const *e, struct settings *s, struct err **err)
 {
 	const char *v = settings_env(e, "KRMPOD_NETWORK_GATE");
+	const char *dns = settings_env(e, "KRMPOD_NETWORK_GATE_DNS");
 	s->net_gate_ms = 0;
+	s->net_gate_dns = true;
+	if (dns && settings_parse_bool("KRMPOD_NETWORK_GATE_DNS", dns, &s->net_gate_dns, err) < 0)
+		return -1;
 	if (v == NULL || strcmp(v, "0") == 0 || strcmp(v, "off") == 0)
 		return 0;
 	if (settings_parse_duration("KRMPOD_NETWORK_GATE", v, &s->net_gate_ms, err) < 0)
 		return -1;
+	if (s->net_gate_ms < SETTINGS_NET_GATE_MIN_MS)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_NETWORK_GATE=%s is too short: the gate needs at least %d ms "
+		               "to prove a pod isolated (docs/network.md, \"The gate\"); the "
+		               "shipped manifests set 10s, 0 turns it off",
+		               v, SETTINGS_NET_GATE_MIN_MS);
 	if (s->helper_image == NULL)
 		return err_set(
 		        err, ERR_CONFIG,

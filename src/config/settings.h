@@ -65,6 +65,10 @@ struct settings {
 	 * effect before the function starts (agent_gate.h; needs KRMPOD_HELPER_IMAGE); 0 (the
 	 * default, and "0" or "off") starts the function at once. */
 	int64_t net_gate_ms;
+	/* KRMPOD_NETWORK_GATE_DNS (default true): the gate of a pod without a network grant also
+	 * requires the cluster DNS to be closed. false where the admin's policies open DNS to
+	 * every pod of the namespace on purpose. */
+	bool net_gate_dns;
 	/* KRMPOD_MOUNT_MAX_BYTES (default 64Mi): cap on the bytes of one function's mounts. */
 	int64_t mount_max_bytes;
 	/* KRMPOD_MAX_OUTPUT: the most stdout one function may write (default 64 MiB, well below
@@ -162,11 +166,27 @@ struct settings {
  * fn_config.h, never read piecemeal. */
 int settings_load_env(struct settings *s, char *const *envp, struct err **err);
 
-/* Inside an exec-mode function container: the network gate's time in ms that pod_spec.c gave
- * the container (SETTINGS_NET_GATE_ENV), 0 when its pod has no gate; ERR_CONFIG when
- * malformed. The functions never see it (agent_call.c gives them only their config's env). */
-#define SETTINGS_NET_GATE_ENV "KRMPOD_NET_GATE_MS"
-int settings_agent_net_gate(char *const *envp, int64_t *ms, struct err **err);
+/* The shortest KRMPOD_NETWORK_GATE: the gate needs its silent rounds over a second, and a
+ * round's wait either side (agent_gate.h, AGENT_GATE_MIN_MS, checks it is no less). */
+#define SETTINGS_NET_GATE_MIN_MS 2000
+
+/* Inside a function pod, what pod_spec.c gave the gate's container:
+ * - SETTINGS_NET_GATE_ENV: the gate's time in ms (exec mode's function container; attach
+ *   mode's init container takes it as its argument), 0 when unset: no gate;
+ * - SETTINGS_NET_GATE_NODE_ENV: the node's address (status.hostIP), whose kubelet the gate
+ *   probes beside the API server;
+ * - SETTINGS_NET_GATE_DNS_ENV=1: probe the cluster DNS too (a pod without a grant).
+ * ERR_CONFIG when malformed. The functions never see them (agent_call.c gives them only their
+ * config's env; cmd_agent.c unsets them). */
+#define SETTINGS_NET_GATE_ENV      "KRMPOD_NET_GATE_MS"
+#define SETTINGS_NET_GATE_NODE_ENV "KRMPOD_NET_GATE_NODE"
+#define SETTINGS_NET_GATE_DNS_ENV  "KRMPOD_NET_GATE_DNS"
+struct settings_gate {
+	int64_t ms;
+	const char *node; /* in envp; NULL when unset */
+	bool dns;
+};
+int settings_agent_net_gate(char *const *envp, struct settings_gate *g, struct err **err);
 void settings_clear(struct settings *s);
 
 /* The value of variable `name` in envp, or NULL when it is unset or empty. The settings

@@ -315,7 +315,8 @@ static void check_enforcement(struct report *r, struct kube_config *cfg, const s
 	                         .n_args = 2,
 	                         .network = FN_NETWORK_NONE,
 	                         .run_as_user = 65534,
-	                         .run_as_group = 65534};
+	                         .run_as_group = 65534,
+	                         .gate_probe = true};
 	struct settings probe = *s; /* shallow: only read, never cleared */
 	probe.net_gate_ms = 0;
 	cleanup_close int in = open("/dev/null", O_RDONLY | O_CLOEXEC);

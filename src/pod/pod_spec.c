@@ -253,8 +253,32 @@ static void write_template_spec(struct jw *w, const struct settings *s)
 	}
 }
 
+/* The gate's targets beside the API server (agent_gate.h), as env array elements: the node's
+ * address, whose kubelet it probes, and for a pod without a network grant the flag to probe
+ * the cluster DNS too (unless the admin's policies open DNS to every pod). */
+static void write_gate_target_env(struct jw *w, const struct fn_request *req,
+                                  const struct settings *s)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "name", SETTINGS_NET_GATE_NODE_ENV);
+	jw_key(w, "valueFrom");
+	jw_obj_begin(w);
+	jw_key(w, "fieldRef");
+	jw_obj_begin(w);
+	jw_kv_str(w, "fieldPath", "status.hostIP");
+	jw_obj_end(w);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	if (req->network == FN_NETWORK_NONE && s->net_gate_dns) {
+		jw_obj_begin(w);
+		jw_kv_str(w, "name", SETTINGS_NET_GATE_DNS_ENV);
+		jw_kv_str(w, "value", "1");
+		jw_obj_end(w);
+	}
+}
+
 /* Attach mode: the image's entrypoint with the request's args, stdin and env. */
-static void write_args_and_env(struct jw *w, const struct fn_request *req)
+static void write_args_and_env(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	if (req->n_args) {
 		jw_key(w, "args");
@@ -274,13 +298,16 @@ static void write_args_and_env(struct jw *w, const struct fn_request *req)
 		jw_kv_str(w, "value", req->env[i].value);
 		jw_obj_end(w);
 	}
+	if (req->gate_probe)
+		write_gate_target_env(w, req, s);
 	jw_arr_end(w);
 }
 
 /* Attach mode's network gate (KRMPOD_NETWORK_GATE; agent_gate.h): an init container, so
  * that the pod's address is in its status (a policy agent keys on it) while the gate waits,
  * and the function's entrypoint starts only after it. */
-static void write_gate_init_container(struct jw *w, const struct settings *s)
+static void write_gate_init_container(struct jw *w, const struct fn_request *req,
+                                      const struct settings *s)
 {
 	char ms[32];
 	snprintf(ms, sizeof(ms), "%lld", (long long)s->net_gate_ms);
@@ -292,6 +319,10 @@ static void write_gate_init_container(struct jw *w, const struct settings *s)
 	jw_str(w, "krmpod");
 	jw_str(w, "net-gate");
 	jw_str(w, ms);
+	jw_arr_end(w);
+	jw_key(w, "env");
+	jw_arr_begin(w);
+	write_gate_target_env(w, req, s);
 	jw_arr_end(w);
 	pod_container_write_helper_resources(w);
 	pod_container_write_security_context(w, true);
@@ -309,7 +340,7 @@ static void write_init_containers(struct jw *w, const struct fn_request *req,
 	jw_key(w, "initContainers");
 	jw_arr_begin(w);
 	if (gate)
-		write_gate_init_container(w, s);
+		write_gate_init_container(w, req, s);
 	if (pod_mounts_need_helper(req))
 		pod_mounts_write_init_container(w, req, s);
 	jw_arr_end(w);
@@ -317,7 +348,7 @@ static void write_init_containers(struct jw *w, const struct fn_request *req,
 
 /* Exec mode's network gate: krmpod call/serve in the function container gate the pod's
  * first function (cmd_agent.c); the functions themselves never see this variable. */
-static void write_gate_env(struct jw *w, const struct settings *s)
+static void write_gate_env(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	if (s->net_gate_ms <= 0)
 		return;
@@ -329,6 +360,7 @@ static void write_gate_env(struct jw *w, const struct settings *s)
 	jw_kv_str(w, "name", SETTINGS_NET_GATE_ENV);
 	jw_kv_str(w, "value", ms);
 	jw_obj_end(w);
+	write_gate_target_env(w, req, s);
 	jw_arr_end(w);
 }
 
@@ -344,9 +376,9 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 		/* Exec mode: the container holds; argv, env and stdin come with each call. */
 		pod_agent_write_command(w);
 		pod_container_write_attach_fields(w, false);
-		write_gate_env(w, s);
+		write_gate_env(w, req, s);
 	} else {
-		write_args_and_env(w, req);
+		write_args_and_env(w, req, s);
 	}
 	jw_key(w, "resources");
 	jw_obj_begin(w);

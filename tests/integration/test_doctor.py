@@ -115,7 +115,8 @@ def test_enforcement_is_not_claimed_without_a_probe_and_honest_when_it_cannot_te
                        stderr=subprocess.PIPE, timeout=60)
     out = r.stdout.decode()
     assert "[WARN] NetworkPolicy enforcement: cannot tell: krmpod net-gate: cannot check: " \
-           "network gate: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" \
+           "network gate: no address for the API server (KUBERNETES_SERVICE_HOST, " \
+           "KUBERNETES_SERVICE_PORT) in this container" \
            in out, out + r.stderr.decode()
     assert "[ok  ] network gate: functions start once their pod is isolated, waiting at most " \
            "5000 ms" in out, out

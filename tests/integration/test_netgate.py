@@ -16,7 +16,8 @@ def test_a_gate_that_cannot_check_keeps_the_function_from_starting(kubesim):
     err = r.stderr.decode()
     no_sanitizer_reports(err)
     assert r.returncode != 0 and r.stdout == b"", err
-    assert "network gate: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" \
+    assert "network gate: no address for the API server (KUBERNETES_SERVICE_HOST, " \
+           "KUBERNETES_SERVICE_PORT) in this container" \
         in err, err
     if not EXEC_MODE:
         assert "its init container net-gate exited with 3" in err, err

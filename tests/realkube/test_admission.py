@@ -171,14 +171,15 @@ def test_with_pod_security_loosened_the_policy_still_denies(as_repo_server, krmp
     assert status == 201, obj
 
 
-def test_the_pod_s_own_name_namespace_and_uid_and_its_resources_are_admitted(
+def test_the_pod_s_own_name_namespace_uid_node_and_its_resources_are_admitted(
         as_repo_server, krmpod_pod):
     """What the allowlist keeps: env from the pod's own identity and its container's
     resources (nothing secret), so that the rules deny the Secret, not the variable."""
     p = copy.deepcopy(krmpod_pod)
     fn_of(p).setdefault("env", []).extend(
         [{"name": "POD_%d" % i, "valueFrom": {"fieldRef": {"fieldPath": f}}}
-         for i, f in enumerate(("metadata.name", "metadata.namespace", "metadata.uid"))] +
+         for i, f in enumerate(("metadata.name", "metadata.namespace", "metadata.uid",
+                                "status.hostIP"))] +
         [{"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}])
     status, obj = create(as_repo_server, p)
     assert status == 201, (status, json.dumps(obj)[:600])

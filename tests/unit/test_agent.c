@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/agent_gate.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fdio.h"
@@ -289,46 +288,6 @@ TEST(call_waits_until_its_output_pipe_is_read)
 	fd_remove_tree(work, "test", NULL);
 }
 
-/* A listening socket on 127.0.0.1; its port in *port. */
-static int listener(char *port, size_t size)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 64) == 0);
-	CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-	snprintf(port, size, "%d", ntohs(a.sin_port));
-	return fd;
-}
-
-/* The network gate: a reachable API server keeps it closed until its time ends (ERR_TIMEOUT,
- * naming the address and the setting); an address that refuses means isolated, at once;
- * a missing or non-numeric address is a configuration error. */
-TEST(network_gate)
-{
-	char port[16];
-	int fd = listener(port, sizeof(port));
-	struct err *e = NULL;
-	int64_t waited = -1;
-	CHECK(agent_net_gate("127.0.0.1", port, 300, &waited, &e) == -1);
-	CHECK(e && e->code == ERR_TIMEOUT);
-	CHECK(e && strstr(e->msg, "127.0.0.1:") && strstr(e->msg, "KRMPOD_NETWORK_GATE"));
-	CHECK(waited >= 300);
-	err_free(e);
-	e = NULL;
-	close(fd); /* nothing listens there now: refused */
-	waited = -1;
-	CHECK(agent_net_gate("127.0.0.1", port, 300, &waited, &e) == 0);
-	CHECK(e == NULL && waited >= 0 && waited < 300);
-	CHECK(agent_net_gate(NULL, "443", 300, &waited, &e) == -1 && e->code == ERR_CONFIG);
-	CHECK(strstr(e->msg, "KUBERNETES_SERVICE_HOST") != NULL);
-	err_free(e);
-	e = NULL;
-	CHECK(agent_net_gate("kubernetes.default", "443", 300, &waited, &e) == -1 &&
-	      e->code == ERR_CONFIG);
-	err_free(e);
-}
-
 int main(void)
 {
 	RUN(header_round_trip);
@@ -339,6 +298,5 @@ int main(void)
 	RUN(call_refuses_a_second_call_at_once);
 	RUN(call_does_not_wait_for_a_background_process_holding_stdout);
 	RUN(call_waits_until_its_output_pipe_is_read);
-	RUN(network_gate);
 	return check_summary();
 }

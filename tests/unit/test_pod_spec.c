@@ -154,6 +154,7 @@ TEST(network_gate_in_both_modes)
 	struct settings s = unit_settings(300000);
 	s.helper_image = "example.com/krmpod:test";
 	s.net_gate_ms = 10000;
+	s.net_gate_dns = true;
 	struct json *p = build(&req, &s);
 	CHECK(p != NULL);
 	CHECK(json_len(json_path(p, "spec.initContainers")) == 1);
@@ -164,9 +165,30 @@ TEST(network_gate_in_both_modes)
 	CHECK_STR(json_str(json_path(gate, "command[2]")), "10000");
 	bool ro = false;
 	CHECK(json_bool(json_path(gate, "securityContext.readOnlyRootFilesystem"), &ro) && ro);
+	/* the gate's other targets: the node's kubelet, and the cluster DNS (no grant) */
+	CHECK_STR(json_str(json_path(gate, "env[0].name")), "KRMPOD_NET_GATE_NODE");
+	CHECK_STR(json_str(json_path(gate, "env[0].valueFrom.fieldRef.fieldPath")),
+	          "status.hostIP");
+	CHECK_STR(json_str(json_path(gate, "env[1].name")), "KRMPOD_NET_GATE_DNS");
+	CHECK_STR(json_str(json_path(gate, "env[1].value")), "1");
+	CHECK(json_len(json_path(gate, "env")) == 2);
 	CHECK(json_len(json_path(p, "spec.containers")) == 1);
-	CHECK(json_path(p, "spec.containers[0].command") == NULL); /* the image's entrypoint */
+	CHECK(json_path(p, "spec.containers[0].command") == NULL);    /* the image's entrypoint */
+	CHECK(json_len(json_path(p, "spec.containers[0].env")) == 0); /* the function sees none */
 	json_free(p);
+
+	/* a granted pod may reach the cluster DNS: the gate does not probe it; nor where the
+	 * admin opens DNS to every pod (KRMPOD_NETWORK_GATE_DNS=false) */
+	req.network = FN_NETWORK_HOST;
+	p = build(&req, &s);
+	CHECK(json_len(json_path(p, "spec.initContainers[0].env")) == 1);
+	json_free(p);
+	req.network = FN_NETWORK_NONE;
+	s.net_gate_dns = false;
+	p = build(&req, &s);
+	CHECK(json_len(json_path(p, "spec.initContainers[0].env")) == 1);
+	json_free(p);
+	s.net_gate_dns = true;
 
 	char *argv[] = {"/bin/fn", NULL};
 	req.exec_argv = argv;
@@ -176,6 +198,8 @@ TEST(network_gate_in_both_modes)
 	const struct json *fn = json_path(p, "spec.containers[1]");
 	CHECK_STR(json_str(json_path(fn, "env[0].name")), "KRMPOD_NET_GATE_MS");
 	CHECK_STR(json_str(json_path(fn, "env[0].value")), "10000");
+	CHECK_STR(json_str(json_path(fn, "env[1].name")), "KRMPOD_NET_GATE_NODE");
+	CHECK_STR(json_str(json_path(fn, "env[2].name")), "KRMPOD_NET_GATE_DNS");
 	json_free(p);
 
 	/* off: neither */

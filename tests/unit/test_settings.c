@@ -7,24 +7,14 @@
 
 extern char **environ;
 
-static const char *const vars[] = {"KRMPOD_NAMESPACE",
-                                   "KRMPOD_START_TIMEOUT",
-                                   "KRMPOD_TIMEOUT",
-                                   "KRMPOD_CPU_REQUEST",
-                                   "KRMPOD_CPU_LIMIT",
-                                   "KRMPOD_MEMORY_REQUEST",
-                                   "KRMPOD_MEMORY_LIMIT",
-                                   "KRMPOD_EXTRA_LABELS",
-                                   "KRMPOD_OWNER_POD",
-                                   "KRMPOD_OWNER_UID",
-                                   "KRMPOD_NETWORK_GATE",
-                                   "KRMPOD_HELPER_IMAGE",
-                                   "KRMPOD_IMAGE_PULL_SECRETS",
-                                   "KRMPOD_MODE",
-                                   "KRMPOD_WARM_POOL",
-                                   "KRMPOD_SIGNATURE_POLICY",
-                                   "KRMPOD_ATTACH_UNVERIFIED",
-                                   "KRMPOD_MAX_STDERR"};
+static const char *const vars[] = {
+        "KRMPOD_NAMESPACE",    "KRMPOD_START_TIMEOUT",      "KRMPOD_TIMEOUT",
+        "KRMPOD_CPU_REQUEST",  "KRMPOD_CPU_LIMIT",          "KRMPOD_MEMORY_REQUEST",
+        "KRMPOD_MEMORY_LIMIT", "KRMPOD_EXTRA_LABELS",       "KRMPOD_OWNER_POD",
+        "KRMPOD_OWNER_UID",    "KRMPOD_NETWORK_GATE",       "KRMPOD_NETWORK_GATE_DNS",
+        "KRMPOD_HELPER_IMAGE", "KRMPOD_IMAGE_PULL_SECRETS", "KRMPOD_MODE",
+        "KRMPOD_WARM_POOL",    "KRMPOD_SIGNATURE_POLICY",   "KRMPOD_ATTACH_UNVERIFIED",
+        "KRMPOD_MAX_STDERR"};
 
 static void clear_env(void)
 {
@@ -172,6 +162,19 @@ TEST(network_gate)
 	clear_env();
 	setenv("KRMPOD_HELPER_IMAGE", "example.com/krmpod:1", 1);
 	expect_error("KRMPOD_NETWORK_GATE", "soon", "not a duration");
+	/* shorter than the gate can prove anything in */
+	expect_error("KRMPOD_NETWORK_GATE", "1500ms", "too short: the gate needs at least 2000 ms");
+	/* KRMPOD_NETWORK_GATE_DNS: on by default, false where the admin opens DNS */
+	setenv("KRMPOD_HELPER_IMAGE", "example.com/krmpod:1", 1);
+	setenv("KRMPOD_NETWORK_GATE", "10s", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK(s.net_gate_dns);
+	settings_clear(&s);
+	setenv("KRMPOD_NETWORK_GATE_DNS", "false", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK(!s.net_gate_dns);
+	settings_clear(&s);
+	expect_error("KRMPOD_NETWORK_GATE_DNS", "maybe", "KRMPOD_NETWORK_GATE_DNS");
 	clear_env();
 }
 
@@ -224,22 +227,30 @@ TEST(mode_defaults_to_auto)
 	clear_env();
 }
 
-/* Inside an exec-mode function container: the gate's milliseconds pod_spec.c gave it. */
+/* Inside a function pod: the gate's milliseconds and targets pod_spec.c gave it. */
 TEST(agent_net_gate)
 {
-	int64_t ms = -1;
+	struct settings_gate g;
 	struct err *e = NULL;
 	char *none[] = {NULL};
-	CHECK_INT(settings_agent_net_gate(none, &ms, &e), 0);
-	CHECK(ms == 0);
-	char *set[] = {"KRMPOD_NET_GATE_MS=10000", NULL};
-	CHECK_INT(settings_agent_net_gate(set, &ms, &e), 0);
-	CHECK(ms == 10000);
+	CHECK_INT(settings_agent_net_gate(none, &g, &e), 0);
+	CHECK(g.ms == 0 && g.node == NULL && !g.dns);
+	char *set[] = {"KRMPOD_NET_GATE_MS=10000", "KRMPOD_NET_GATE_NODE=10.0.0.7",
+	               "KRMPOD_NET_GATE_DNS=1", NULL};
+	CHECK_INT(settings_agent_net_gate(set, &g, &e), 0);
+	CHECK(g.ms == 10000 && g.dns);
+	CHECK_STR(g.node, "10.0.0.7");
 	char *bad[] = {"KRMPOD_NET_GATE_MS=10s", NULL};
-	CHECK_INT(settings_agent_net_gate(bad, &ms, &e), -1);
+	CHECK_INT(settings_agent_net_gate(bad, &g, &e), -1);
 	CHECK(e && e->code == ERR_CONFIG);
 	if (e)
 		CHECK_CONTAINS(e->msg, "KRMPOD_NET_GATE_MS=10s is not a number of milliseconds");
+	err_free(e);
+	e = NULL;
+	char *bad_dns[] = {"KRMPOD_NET_GATE_DNS=yes", NULL};
+	CHECK_INT(settings_agent_net_gate(bad_dns, &g, &e), -1);
+	if (e)
+		CHECK_CONTAINS(e->msg, "KRMPOD_NET_GATE_DNS=yes");
 	err_free(e);
 }
 
