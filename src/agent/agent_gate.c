@@ -65,33 +65,33 @@ static int resolve(const struct agent_gate_target *t, size_t n, struct resolved 
 }
 
 /* One round: a connection to every target at once, each given AGENT_GATE_CONNECT_MS to
- * answer. Returns the index of a target that connected, n when none did (refused,
- * unreachable, forbidden, or no answer: dropped), -1 on error. */
+ * answer. Returns the set of targets that connected (bit i: target i; 0 when none did:
+ * refused, unreachable, forbidden, or no answer: dropped), -1 on error. */
 static int probe_round(const struct resolved *r, struct err **err)
 {
 	struct pollfd p[AGENT_GATE_MAX_TARGETS];
-	int connected = (int)r->n, rc = 0;
+	int connected = 0, rc = 0;
 	size_t waiting = 0;
 	for (size_t i = 0; i < r->n; i++)
 		p[i] = (struct pollfd){.fd = -1, .events = POLLOUT};
-	for (size_t i = 0; i < r->n && connected == (int)r->n; i++) {
+	for (size_t i = 0; i < r->n && rc == 0; i++) {
 		const struct addrinfo *ai = r->ai[i];
 		p[i].fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (p[i].fd < 0) {
 			rc = err_set_sys(err, ERR_IO, errno, "network gate: cannot make a socket");
-			break;
-		}
-		if (connect(p[i].fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			connected = (int)i;
-		else if (errno == EINPROGRESS)
+		} else if (connect(p[i].fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			connected |= 1 << i;
+		} else if (errno == EINPROGRESS) {
 			waiting++;
-		else { /* refused, unreachable, a firewall's reject */
-			close(p[i].fd);
-			p[i].fd = -1;
+			continue;
 		}
+		/* connected, or refused, unreachable, a firewall's reject */
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+		p[i].fd = -1;
 	}
 	int64_t deadline = now_ms() + AGENT_GATE_CONNECT_MS;
-	while (rc == 0 && connected == (int)r->n && waiting > 0) {
+	while (rc == 0 && waiting > 0) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			break; /* no answer: dropped */
@@ -106,7 +106,7 @@ static int probe_round(const struct resolved *r, struct err **err)
 			if (getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
 				rc = err_set_sys(err, ERR_IO, errno, "network gate: getsockopt");
 			else if (soerr == 0)
-				connected = (int)i;
+				connected |= 1 << i;
 			close(p[i].fd);
 			p[i].fd = -1;
 			waiting--;
@@ -116,6 +116,25 @@ static int probe_round(const struct resolved *r, struct err **err)
 		if (p[i].fd >= 0)
 			close(p[i].fd);
 	return rc < 0 ? -1 : connected;
+}
+
+/* "the API server at H:P and the node's kubelet at H:P": the targets of set. */
+static void name_targets(const struct agent_gate_target *t, size_t n, int set, char *out,
+                         size_t size)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (!(set & (1 << i)))
+			continue;
+		int rest = set & ~((2 << i) - 1);
+		int w = snprintf(out + len, size - len, "%s%s at %s:%s",
+		                 len ? (rest ? ", " : " and ") : "", t[i].what, t[i].host,
+		                 t[i].port);
+		if (w < 0 || (size_t)w >= size - len)
+			return;
+		len += (size_t)w;
+	}
 }
 
 int agent_net_gate(const struct agent_gate_target *t, size_t n, int64_t timeout_ms,
@@ -131,12 +150,12 @@ int agent_net_gate(const struct agent_gate_target *t, size_t n, int64_t timeout_
 	if (resolve(t, n, &r, err) < 0)
 		return -1;
 	int64_t t0 = now_ms(), deadline = t0 + timeout_ms, streak_start = 0, last_seen = -1;
-	int streak = 0, seen = -1, k;
+	int streak = 0, seen = 0, k;
 	for (;;) {
 		int64_t round_start = now_ms();
 		if ((k = probe_round(&r, err)) < 0)
 			break;
-		if (k < (int)n) {
+		if (k != 0) {
 			streak = 0;
 			seen = k;
 			last_seen = now_ms();
@@ -157,21 +176,22 @@ int agent_net_gate(const struct agent_gate_target *t, size_t n, int64_t timeout_
 		return -1;
 	if (streak >= AGENT_GATE_ROUNDS && now_ms() - streak_start >= AGENT_GATE_SPAN_MS)
 		return 0;
-	if (seen < 0)
+	if (seen == 0)
 		return err_set(err, ERR_TIMEOUT,
 		               "network gate: nothing answered, but for only %lld of the %d ms "
 		               "the gate needs within its %lld ms (raise KRMPOD_NETWORK_GATE)",
 		               (long long)(now_ms() - streak_start), AGENT_GATE_SPAN_MS,
 		               (long long)timeout_ms);
+	char names[3 * 160];
+	name_targets(t, n, seen, names, sizeof(names));
 	return err_set(err, ERR_TIMEOUT,
-	               "network gate: this pod still reached %s at %s:%s %lld ms after it "
-	               "started checking (last %lld ms ago): its NetworkPolicies are not in "
-	               "effect (apply manifests/functions/networkpolicies.yaml, on a CNI that "
-	               "enforces NetworkPolicy; `krmpod doctor --probe` checks them), so the "
-	               "function does not start; KRMPOD_NETWORK_GATE on the sidecar sets how "
-	               "long to wait, 0 turns the gate off",
-	               t[seen].what, t[seen].host, t[seen].port, (long long)*waited_ms,
-	               (long long)(now_ms() - last_seen));
+	               "network gate: this pod still reached %s %lld ms after it started "
+	               "checking (last %lld ms ago): its NetworkPolicies are not in effect (apply "
+	               "manifests/functions/networkpolicies.yaml, on a CNI that enforces "
+	               "NetworkPolicy; `krmpod doctor --probe` checks them), so the function "
+	               "does not start; KRMPOD_NETWORK_GATE on the sidecar sets how long to wait, "
+	               "0 turns the gate off",
+	               names, (long long)*waited_ms, (long long)(now_ms() - last_seen));
 }
 
 int agent_gate_nameserver(const char *path, char *out, size_t size, struct err **err)

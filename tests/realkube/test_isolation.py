@@ -245,7 +245,7 @@ def test_a_policy_of_the_admin_s_lets_a_granted_function_reach_an_internal_serve
 def test_the_gate_refuses_to_start_a_function_in_a_pod_no_policy_isolates(
         install, net, tmp_path, mode, real_exec_mode):
     """With the deny-all policy gone, an ungranted pod is selected by no policy: the gate sees
-    the API server still reachable after its time, the function never starts, and the error
+    the API server, the node's kubelet and the cluster DNS still reachable after its time, the function never starts, and the error
     says why and names the setting."""
     policy = "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/krmpod-deny-all" % FN_NS
     install.api.call("DELETE", policy)
@@ -254,14 +254,17 @@ def test_the_gate_refuses_to_start_a_function_in_a_pod_no_policy_isolates(
         r, pods = render(install, probe_app(tmp_path, net, False, "ungated"), **env)
         err = r.stderr.decode()
         assert r.returncode != 0 and r.stdout == b"", err
-        assert "network gate: this pod still reaches the API server at 10.96.0.1:443" in err, err
+        # every target answers, and the message names each, in order
+        assert "network gate: this pod still reached the API server (KUBERNETES_SERVICE_HOST, " \
+            "KUBERNETES_SERVICE_PORT) at 10.96.0.1:443, the node's kubelet " in err, err
+        assert ":10250 and the cluster DNS (the pod's nameserver) at 10.96.0.10:53 " in err, err
         assert "KRMPOD_NETWORK_GATE" in err, err
         # the function never ran: its probe output is nowhere
         assert "probes" not in err, err
         if mode == "attach":  # and doctor's probe pod says so too
             out = doctor_probe(install)
             assert "[FAIL] NetworkPolicy enforcement: a pod without a grant was NOT " \
-                "isolated: " in out and "still reaches the API server" in out, out
+                "isolated: " in out and "still reached the API server" in out, out
     finally:
         kubectl("apply", "--server-side", "--field-manager=krmpod", "-f",
                 os.path.join(images.ROOT, "manifests", "functions", "networkpolicies.yaml"))

@@ -121,6 +121,14 @@ TEST(a_reachable_api_server)
 	      strstr(e->msg, "KRMPOD_NETWORK_GATE"));
 	CHECK(waited >= 1900);
 	err_free(e);
+	e = NULL;
+	/* both answer: the message names both, in order */
+	close(n);
+	n = bound(0, 64, node, sizeof(node));
+	CHECK(gate(api, node, 2000, &waited, &e) == -1 && e && e->code == ERR_TIMEOUT);
+	CHECK(e && strstr(e->msg, "still reached the API server at 127.0.0.1:") &&
+	      strstr(e->msg, " and the node's kubelet at 127.0.0.1:"));
+	err_free(e);
 	close(a);
 	close(n);
 }
