@@ -109,7 +109,14 @@ int64_t http_retry_after_ms(const char *value, time_t now)
 			p++;
 		return *p == '\0' ? secs * 1000 : -1;
 	}
-	/* HTTP-date (RFC 9110 IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT". */
+	time_t at;
+	if (http_parse_date(value, &at) < 0)
+		return -1;
+	return at <= now ? 0 : (int64_t)(at - now) * 1000;
+}
+
+int http_parse_date(const char *value, time_t *out)
+{
 	struct tm tm;
 	memset(&tm, 0, sizeof(tm));
 	const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
@@ -119,18 +126,22 @@ int64_t http_retry_after_ms(const char *value, time_t now)
 		end++;
 	if (*end != '\0')
 		return -1;
-	time_t at = timegm(&tm);
-	if (at == (time_t)-1)
-		return -1;
-	return at <= now ? 0 : (int64_t)(at - now) * 1000;
+	*out = timegm(&tm);
+	return *out == (time_t)-1 ? -1 : 0;
 }
 
 void http_keep_retry_after(const char *line, size_t len, char out[HTTP_RETRY_AFTER_MAX_LEN])
 {
-	static const char name[] = "Retry-After:";
-	if (len < sizeof(name) - 1 || strncasecmp(line, name, sizeof(name) - 1) != 0)
+	http_keep_header("Retry-After:", line, len, out);
+}
+
+void http_keep_header(const char *name, const char *line, size_t len,
+                      char out[HTTP_RETRY_AFTER_MAX_LEN])
+{
+	size_t nlen = strlen(name);
+	if (len < nlen || strncasecmp(line, name, nlen) != 0)
 		return;
-	const char *v = line + sizeof(name) - 1, *end = line + len;
+	const char *v = line + nlen, *end = line + len;
 	while (v < end && isspace((unsigned char)*v))
 		v++;
 	while (end > v && isspace((unsigned char)end[-1]))

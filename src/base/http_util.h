@@ -33,6 +33,14 @@ const char *system_ca_file(void);
  * value, trimmed and cut to HTTP_RETRY_AFTER_MAX_LEN - 1 bytes, into out. */
 void http_keep_retry_after(const char *line, size_t len, char out[HTTP_RETRY_AFTER_MAX_LEN]);
 
+/* The same for any header `name` (with its colon: "Date:"). */
+void http_keep_header(const char *name, const char *line, size_t len,
+                      char out[HTTP_RETRY_AFTER_MAX_LEN]);
+
+/* Parses an HTTP-date (RFC 9110 IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT") into *out.
+ * -1 when it is not one. */
+int http_parse_date(const char *value, time_t *out);
+
 /* Parses a Retry-After header value: delta-seconds or an HTTP-date (relative to `now`).
  * Returns the wait in ms (0 for a date in the past), or -1 if the value is not valid. */
 int64_t http_retry_after_ms(const char *value, time_t now);

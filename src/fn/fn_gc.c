@@ -4,11 +4,12 @@
  * activeDeadlineSeconds stays, Failed, until someone deletes it.
  *
  * Candidates carry krmpod.dev/function=true in the functions namespace. A finished pod
- * (Succeeded or Failed) is deleted once it has been finished for --older-than (default 60 s:
- * its shim, if alive, deletes it within milliseconds of reading the exit code, and gc must
- * not race that). A pod that is not finished is deleted only when it is older than its
- * activeDeadlineSeconds plus --older-than: the cluster should have stopped it by then. Running
- * functions of live generate runs are never touched. */
+ * (Succeeded or Failed) is deleted once the API server last wrote it (its final status) at
+ * least --older-than ago (default 60 s: its shim, if alive, deletes it within milliseconds
+ * of reading the exit code, and gc must not race that). A pod that is not finished is
+ * deleted only when it is older than its activeDeadlineSeconds plus --older-than: the
+ * cluster should have stopped it by then. Running functions of live generate runs are never
+ * touched. Ages are on the API server's clock only (verdict()). */
 #include "fn/fn_gc.h"
 
 #include <errno.h>
@@ -36,42 +37,38 @@
 #include "kube/kubeconfig.h"
 #include "pod/pod_spec.h"
 
-/* The time the pod finished (its container's finishedAt, else the latest condition), or 0. */
-static time_t finished_at(const struct json *pod)
+/* When the API server last wrote the pod (the latest time in its managedFields: the API
+ * server stamps each write with its own clock; a finished pod's last write is the kubelet's
+ * final status), or 0 when it keeps no managedFields. */
+static time_t last_write(const struct json *pod)
 {
 	time_t t = 0;
-	const struct json *cs = json_path(pod, "status.containerStatuses");
-	for (size_t i = 0; i < json_len(cs); i++) {
-		time_t f;
-		if (kube_parse_time(
-		            json_str(json_path(json_at(cs, i), "state.terminated.finishedAt")),
-		            &f) == 0 &&
-		    f > t)
-			t = f;
-	}
-	const struct json *conds = json_path(pod, "status.conditions");
-	for (size_t i = 0; t == 0 && i < json_len(conds); i++) {
-		time_t f;
-		if (kube_parse_time(json_str(json_get(json_at(conds, i), "lastTransitionTime")),
-		                    &f) == 0 &&
-		    f > t)
-			t = f;
+	const struct json *mf = json_path(pod, "metadata.managedFields");
+	for (size_t i = 0; i < json_len(mf); i++) {
+		time_t w;
+		if (kube_parse_time(json_str(json_get(json_at(mf, i), "time")), &w) == 0 && w > t)
+			t = w;
 	}
 	return t;
 }
 
-/* Why the pod should go (written into why), or NULL to keep it. */
+/* Why the pod should go (written into why), or NULL to keep it. Every age is measured on the
+ * API server's clock (now: the Date of the list's answer) against times the API server wrote
+ * (creationTimestamp, managedFields), never on this machine's clock or a node's (finishedAt):
+ * a sidecar whose clock runs ahead must not take another sidecar's live pods for leftovers. */
 static const char *verdict(const struct json *pod, time_t now, int64_t older_than_s, char *why,
                            size_t why_len)
 {
 	const char *phase = json_str(json_path(pod, "status.phase"));
-	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
-		time_t f = finished_at(pod);
-		if (f == 0 || now - f < older_than_s)
+	time_t written = last_write(pod);
+	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) && written) {
+		if (now - written < older_than_s)
 			return NULL;
-		snprintf(why, why_len, "%s, finished %llds ago", phase, (long long)(now - f));
+		snprintf(why, why_len, "%s, last written %llds ago by the API server's clock",
+		         phase, (long long)(now - written));
 		return why;
 	}
+	/* not finished, or no record of when it finished: only past its deadline */
 	time_t created;
 	long long deadline = 0;
 	if (kube_parse_time(json_str(json_path(pod, "metadata.creationTimestamp")), &created) < 0 ||
@@ -79,7 +76,9 @@ static const char *verdict(const struct json *pod, time_t now, int64_t older_tha
 		return NULL;
 	if (now - created < deadline + older_than_s)
 		return NULL;
-	snprintf(why, why_len, "%s, created %llds ago, past its activeDeadlineSeconds (%llds)",
+	snprintf(why, why_len,
+	         "%s, created %llds ago by the API server's clock, past its "
+	         "activeDeadlineSeconds (%llds)",
 	         phase ? phase : "no phase", (long long)(now - created), deadline);
 	return why;
 }
@@ -103,10 +102,9 @@ static void say(const struct fn_gc_opts *o, const char *fmt, ...)
 }
 
 /* Deletes (or with dry_run lists) what verdict() picks among the function pods of ns. */
-static void sweep(struct kube_client *c, const char *ns, const struct json *list,
+static void sweep(struct kube_client *c, const char *ns, const struct json *list, time_t now,
                   const struct fn_gc_opts *o, struct fn_gc_result *res)
 {
-	time_t now = time(NULL);
 	const struct json *items = json_get(list, "items");
 	for (size_t i = 0; i < json_len(items); i++) {
 		const struct json *pod = json_at(items, i);
@@ -146,8 +144,13 @@ static int run(const struct settings *s, struct kube_config *cfg, const struct f
 		if (rc < 0)
 			err_wrap(err, "gc: list the function pods in %s", s->namespace);
 	}
+	time_t now = rc == 0 ? kube_client_server_time(c) : 0;
+	if (rc == 0 && now == 0)
+		rc = err_set(err, ERR_API,
+		             "gc: the API server's answer carried no Date header: the sweep judges "
+		             "a pod's age by the API server's clock only, so it deletes nothing");
 	if (rc == 0) {
-		sweep(c, s->namespace, list, o, res);
+		sweep(c, s->namespace, list, now, o, res);
 		/* the warm pool: idle past its TTL, leased past the lease, beyond its size */
 		unsigned retired = 0;
 		cleanup_err struct err *pe = NULL;

@@ -2,7 +2,8 @@
  * for a while (a SIGKILLed shim's, or stopped by activeDeadlineSeconds), or past their
  * deadline; and the warm pool's (fn_pool.h): idle past KRMPOD_WARM_POOL_TTL, leased past
  * their lease (the holder died), or beyond KRMPOD_WARM_POOL_SIZE idle ones per pool. Never
- * a running function, never a pod without krmpod.dev/function=true. */
+ * a running function, never a pod without krmpod.dev/function=true. Ages are judged on the
+ * API server's clock (kube_client_server_time), never this machine's. */
 #ifndef KRMPOD_FN_GC_H
 #define KRMPOD_FN_GC_H
 

@@ -54,6 +54,7 @@ struct kube_client {
 	char *base_url;                /* scheme://host:port[/prefix], host = tls_server_name */
 	struct curl_slist *connect_to; /* "name:port:realhost:port" when tls_server_name is set */
 	unsigned requests;
+	time_t server_time; /* the Date of the last answer: the API server's clock; 0: none */
 };
 
 /* One request as the caller asked for it. */
@@ -77,6 +78,7 @@ struct xfer {
 	bool stopped;      /* the stream's on_data asked to stop */
 	bool body_too_big; /* the body passed LIMIT_API_BODY */
 	char retry_after[HTTP_RETRY_AFTER_MAX_LEN];
+	char date[HTTP_RETRY_AFTER_MAX_LEN];
 };
 
 /* --- Errors ----------------------------------------------------------------------------- */
@@ -208,10 +210,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
-	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
 		x->retry_after[0] = '\0'; /* a new response (after a 1xx) */
-	else
+		x->date[0] = '\0';
+	} else {
 		http_keep_retry_after(p, len, x->retry_after);
+		http_keep_header("Date:", p, len, x->date);
+	}
 	return len;
 }
 
@@ -389,6 +394,11 @@ void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ms)
 	c->stop.deadline_ms = deadline_ms;
 }
 
+time_t kube_client_server_time(const struct kube_client *c)
+{
+	return c->server_time;
+}
+
 unsigned kube_client_requests(const struct kube_client *c)
 {
 	return c->requests;
@@ -520,7 +530,7 @@ static int do_request(struct kube_client *c, const struct req *r, struct xfer *x
 		buf_reset(&x->body);
 		x->status = 0;
 		x->stopped = x->body_too_big = false;
-		x->retry_after[0] = '\0';
+		x->retry_after[0] = x->date[0] = '\0';
 		bool retry = false;
 		cleanup_err struct err *e = NULL;
 		int rc = attempt(c, r, reread_token, x, &retry, &e);
@@ -544,6 +554,9 @@ static int do_request(struct kube_client *c, const struct req *r, struct xfer *x
 		}
 		if (out_status)
 			*out_status = x->status;
+		time_t date;
+		if (http_parse_date(x->date, &date) == 0)
+			c->server_time = date;
 		if (x->status >= 200 && x->status < 300)
 			return 0;
 		if (x->status == 401 && !token_retried && c->cfg->token_file) {

@@ -82,6 +82,11 @@ int kube_stream_get(struct kube_client *c, const char *path, kube_data_fn on_dat
 /* Number of HTTP requests this client has sent (retries included), for statistics. */
 unsigned kube_client_requests(const struct kube_client *c);
 
+/* The API server's clock: the Date header of the client's last answer (seconds since the
+ * epoch), 0 when none carried one. Ages of objects are judged by it against the timestamps
+ * the API server wrote, never by this machine's clock (fn_gc.c). */
+time_t kube_client_server_time(const struct kube_client *c);
+
 /* The pure parts of the error and retry handling, exported for unit tests. */
 
 /* Fills *err for a non-2xx answer as described at the top (ERR_API, http_status, reason,

@@ -278,6 +278,39 @@ TEST(get_parses_json_and_sends_headers)
 	client_stop(&k);
 }
 
+/* The API server's clock: the Date of the last answer (fn_gc.c judges ages by it); an
+ * answer without one keeps the last known, and a client that saw none has 0. */
+TEST(server_time_is_the_last_date)
+{
+	static const struct fake_http_step steps[] = {
+	        {.response =
+	                 "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	                 "Content-Type: application/json\r\nContent-Length: 38\r\n\r\n" POD_JSON},
+	        {.response = "HTTP/1.1 404 Not Found\r\ndate: Sun, 06 Nov 1994 08:50:00 GMT\r\n"
+	                     "Content-Length: 0\r\n\r\n"},
+	        {.response = OK_200}};
+	struct client k;
+	client_start(&k, steps, 3);
+	CHECK(kube_client_server_time(k.c) == 0);
+	struct json *pod = NULL;
+	struct err *e = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/a", NULL, NULL, 0, NULL, &pod, &e), 0);
+	CHECK(kube_client_server_time(k.c) == 784111777);
+	json_free(pod);
+	pod = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/b", NULL, NULL, 0, NULL, &pod, &e), -1);
+	CHECK(kube_client_server_time(k.c) == 784111800); /* lowercase, as HTTP/2 sends it */
+	err_free(e);
+	e = NULL;
+	CHECK_INT(kube_request(k.c, "GET", "/c", NULL, NULL, 0, NULL, &pod, &e), 0);
+	CHECK(kube_client_server_time(k.c) == 784111800);
+	json_free(pod);
+	client_stop(&k);
+	time_t t = 0;
+	CHECK(http_parse_date("Sun, 06 Nov 1994 08:49:37 GMT", &t) == 0 && t == 784111777);
+	CHECK(http_parse_date("06 Nov 1994", &t) == -1 && http_parse_date("", &t) == -1);
+}
+
 TEST(post_and_delete_send_bodies_on_one_connection)
 {
 	static const struct fake_http_step steps[] = {
@@ -659,6 +692,7 @@ int main(void)
 	RUN(query_escape);
 	RUN(clock_is_monotonic);
 	RUN(get_parses_json_and_sends_headers);
+	RUN(server_time_is_the_last_date);
 	RUN(post_and_delete_send_bodies_on_one_connection);
 	RUN(retries_429_and_5xx);
 	RUN(retries_are_bounded);

@@ -45,8 +45,17 @@ NODE_SELECTOR_MISMATCH = ("0/1 nodes are available: 1 node(s) didn't match Pod's
 SETPRIV = ["setpriv", "--bounding-set=-dac_override,-fowner", "--"]
 
 
+# The API server's clock, as an offset from this machine's in seconds: a test that moves it
+# back plays a client whose clock runs ahead by as much (POST /kubesim/clock). Every time
+# kubesim writes (creationTimestamp, managedFields, the kubelet's times) and its Date header
+# follow it.
+CLOCK = {"offset": 0}
+
+
 def now_iso():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(
+        seconds=CLOCK["offset"])
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # reference grammar (simplified): lowercase path components, optional :tag and @digest
@@ -386,6 +395,11 @@ class Cluster:
     def _bump(self, obj):
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
+        # the time of the write, by the API server's clock, as a real one records it per
+        # manager; kubesim keeps one entry, the last write's
+        obj["metadata"]["managedFields"] = [{"manager": "kubesim", "operation": "Update",
+                                             "apiVersion": "v1", "time": now_iso(),
+                                             "fieldsType": "FieldsV1", "fieldsV1": {}}]
         return self.rv
 
     def _emit(self, etype, ns, obj):
@@ -672,10 +686,12 @@ class Cluster:
             for c in st.get("conditions") or []:
                 if "lastTransitionTime" in c:
                     c["lastTransitionTime"] = back(c["lastTransitionTime"])
+            self._bump(p)
+            for mf in md.get("managedFields") or []:
+                mf["time"] = back(mf["time"])
             rt = self.runtimes.get((ns, name))
             for c in (rt.containers.values() if rt else ()):
                 c.started_at, c.finished_at = back(c.started_at), back(c.finished_at)
-            self._bump(p)
             self._emit("MODIFIED", ns, p)
             return True
 

@@ -3,6 +3,7 @@ only), watch, logs, attach/exec over WebSocket, discovery and OpenAPI v3 for kub
 for the test tokens, access reviews, the /kubesim control API, and fault injection."""
 import copy
 import datetime
+import email.utils
 import http.server
 import json
 import uuid
@@ -17,7 +18,7 @@ from urllib.parse import parse_qs, urlparse
 import yaml
 
 from . import openapi, patch, proto, schema
-from .cluster import status
+from .cluster import CLOCK, status
 from .ws import Closed, WebSocket, accept_key
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
@@ -417,6 +418,11 @@ GROUPS = {
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
+    def date_time_string(self, timestamp=None):
+        """The Date header, by the API server's clock (cluster.CLOCK)."""
+        return email.utils.formatdate((timestamp or time.time()) + CLOCK["offset"],
+                                      usegmt=True)
+
     protocol_version = "HTTP/1.1"
     server_version = "kubesim"
 
@@ -859,8 +865,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path == "/kubesim/faults" and method == "PUT":
             s.faults.set(json.loads(body or b"{}"))
             return self.send_json(200, s.faults.snapshot())
+        if path == "/kubesim/clock" and method == "POST":
+            CLOCK["offset"] = int(json.loads(body or b"{}")["offset"])
+            return self.send_json(200, {"offset": CLOCK["offset"]})
         if path == "/kubesim/reset" and method == "POST":
             s.faults.set({})
+            CLOCK["offset"] = 0
             s.cluster.reset()
             return self.send_json(200, {})
         if path == "/kubesim/pods" and method == "GET":
