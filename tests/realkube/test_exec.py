@@ -36,7 +36,12 @@ def test_pipeline_in_exec_mode_is_byte_exact(install, exec_mode, tmp_path):
         assert agent["lifecycle"]["postStart"]["exec"]["command"] == \
             ["krmpod", "install-self", "/krmpod/bin"]
         # the shipped KRMPOD_NETWORK_GATE=10s: krmpod call/serve gate the first function
-        assert fn["env"] == [{"name": "KRMPOD_NET_GATE_MS", "value": "10000"}], pod_summary(p)
+        # with its other targets: the node's kubelet and, without a grant, the cluster DNS
+        assert fn["env"] == [
+            {"name": "KRMPOD_NET_GATE_MS", "value": "10000"},
+            {"name": "KRMPOD_NET_GATE_NODE",
+             "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.hostIP"}}},
+            {"name": "KRMPOD_NET_GATE_DNS", "value": "1"}], pod_summary(p)
         assert fn["command"] == ["/krmpod/bin/krmpod", "hold"]
         # both held until the pod was deleted: neither ended on its own with a failure
         assert set(exit_codes(p)) <= {0, 137}, pod_summary(p)
