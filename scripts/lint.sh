@@ -19,6 +19,13 @@ if grep -rnE '\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|gets|system)[[:
 	echo "lint: banned functions above (use snprintf, memcpy, strtok_r, strtol...)" >&2
 	status=1
 fi
+# The wall clock is read in base/clock.c only (epoch_ms, file_clock_now), so that the
+# tests' KRMPOD_CLOCK_OFFSET moves every read that meets another machine's clock.
+if grep -rnE '\btime[[:space:]]*\([[:space:]]*NULL[[:space:]]*\)|CLOCK_REALTIME|gettimeofday' \
+	src --include='*.c' | grep -v '^src/base/clock\.c:'; then
+	echo "lint: the wall clock read above outside src/base/clock.c (use epoch_ms/epoch_s)" >&2
+	status=1
+fi
 if ! /usr/bin/python3 scripts/layers.py; then
 	echo "lint: src/ breaks its layering (docs/architecture.md, \"Layers\")" >&2
 	status=1

@@ -17,9 +17,26 @@ int64_t now_ms(void)
 	return read_ms(CLOCK_MONOTONIC);
 }
 
+static _Atomic int64_t offset_ms;
+
+void clock_set_offset_ms(int64_t ms)
+{
+	offset_ms = ms;
+}
+
 int64_t epoch_ms(void)
 {
-	return read_ms(CLOCK_REALTIME);
+	return read_ms(CLOCK_REALTIME) + offset_ms;
+}
+
+time_t epoch_s(void)
+{
+	return (time_t)(epoch_ms() / 1000);
+}
+
+void file_clock_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
 }
 
 int sleep_ms(int64_t ms, atomic_int *cancel)

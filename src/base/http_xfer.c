@@ -192,7 +192,7 @@ int64_t http_retry_wait_ms(const struct http_retry_policy *p, const struct http_
 	if (retries >= p->max_retries ||
 	    (failure == NULL && !http_status_retryable(method, status)))
 		return -1;
-	int64_t hinted = failure ? -1 : http_retry_after_ms(retry_after, time(NULL));
+	int64_t hinted = failure ? -1 : http_retry_after_ms(retry_after, epoch_s());
 	int64_t wait = hinted >= 0 ? hinted : min64(p->base_ms << retries, p->cap_ms);
 	char head[128] = "";
 	if (failure == NULL)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/signals.h"
 #include "cli/cmd.h"
@@ -122,8 +123,11 @@ int main(int argc, char **argv)
 	struct err *e = NULL;
 	enum log_level level;
 	bool level_set = false;
+	int64_t offset = 0;
 	if (settings_log_level(environ, &level, &level_set, &e) == 0 && level_set)
 		log_set_level(level);
+	if (e == NULL && settings_clock_offset(environ, &offset, &e) == 0)
+		clock_set_offset_ms(offset);
 	if (e) {
 		log_error("%s", e->msg);
 		err_free(e);

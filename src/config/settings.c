@@ -644,6 +644,21 @@ static int load_mode(char *const *e, struct settings *s, struct err **err)
 	return 0;
 }
 
+int settings_clock_offset(char *const *envp, int64_t *ms, struct err **err)
+{
+	const char *v = settings_env(envp, "KRMPOD_CLOCK_OFFSET");
+	*ms = 0;
+	if (v == NULL)
+		return 0;
+	bool negative = *v == '-';
+	if (settings_parse_duration("KRMPOD_CLOCK_OFFSET", v + (negative || *v == '+'), ms, err) <
+	    0)
+		return -1;
+	if (negative)
+		*ms = -*ms;
+	return 0;
+}
+
 int settings_agent_net_gate(char *const *envp, struct settings_gate *g, struct err **err)
 {
 	*g = (struct settings_gate){.node = settings_env(envp, SETTINGS_NET_GATE_NODE_ENV)};
@@ -778,8 +793,14 @@ static int load(char *const *e, struct settings *s, struct err **err)
 		        "last half of a function's stderr)",
 		        emax, FD_CAP_MIN);
 	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0 ||
-	    load_net_gate(e, s, err) < 0 || load_pull_secrets(e, s, err) < 0)
+	    load_net_gate(e, s, err) < 0 || load_pull_secrets(e, s, err) < 0 ||
+	    load_duration(e, "KRMPOD_LEASE_RENEW", 20000, &s->lease_renew_ms, err) < 0)
 		return -1;
+	if (s->lease_renew_ms < 1000)
+		return err_set(err, ERR_CONFIG,
+		               "KRMPOD_LEASE_RENEW=%s: at least 1s (a shim renews its lease on its "
+		               "pod this often; the default is 20s)",
+		               settings_env(e, "KRMPOD_LEASE_RENEW"));
 	return fit_start_timeout(e, s, err);
 }
 

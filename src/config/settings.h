@@ -65,6 +65,10 @@ struct settings {
 	 * effect before the function starts (agent_gate.h; needs KRMPOD_HELPER_IMAGE); 0 (the
 	 * default, and "0" or "off") starts the function at once. */
 	int64_t net_gate_ms;
+	/* KRMPOD_LEASE_RENEW (default 20s, at least 1s): how often a shim renews its lease on
+	 * the pod it holds (fn_lease.h); a sweep takes a renewed pod whose lease went three such
+	 * periods without renewal for one whose shim is gone. */
+	int64_t lease_renew_ms;
 	/* KRMPOD_NETWORK_GATE_DNS (default true): the gate of a pod without a network grant also
 	 * requires the cluster DNS to be closed. false where the admin's policies open DNS to
 	 * every pod of the namespace on purpose. */
@@ -192,6 +196,11 @@ void settings_clear(struct settings *s);
 /* The value of variable `name` in envp, or NULL when it is unset or empty. The settings
  * module (src/config/) is the only one that reads KRMPOD_* variables. */
 const char *settings_env(char *const *envp, const char *name);
+
+/* KRMPOD_CLOCK_OFFSET, for tests only: a signed duration ("105s", "-2m") the wall clock is
+ * moved by (base/clock.h), to play a machine whose clock is off; 0 when unset. ERR_CONFIG
+ * naming the variable when malformed. */
+int settings_clock_offset(char *const *envp, int64_t *ms, struct err **err);
 
 /* KRMPOD_LOG_LEVEL (error, warn, info, debug): *set says whether it is set; when it is,
  * *level receives it. An invalid value is an ERR_CONFIG error naming the variable. */

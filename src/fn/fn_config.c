@@ -19,6 +19,7 @@
 #include "fn/fn_pool.h"
 #include "fn/fn_trust.h"
 #include "kube/kube_api.h"
+#include "pod/pod_names.h"
 #include "pod/pod_spec.h"
 #include "pod/pod_template.h"
 
@@ -29,13 +30,10 @@ static void apply_rules(struct settings *out, const struct kube_config *cfg)
 		out->namespace = xstrdup(cfg->namespace ? cfg->namespace : "default");
 	if (out->owner_pod && out->owner_namespace &&
 	    strcmp(out->owner_namespace, out->namespace) != 0) {
-		log_debug("owner pod %s/%s is not in namespace %s: no ownerReference (the pods' "
-		          "activeDeadlineSeconds, the shims' signal handling and krmpod gc clean "
-		          "up)",
+		log_debug("owner pod %s/%s is not in namespace %s: no ownerReference, only the "
+		          "annotation " POD_ANNOTATION_OWNER " (the pods' activeDeadlineSeconds, "
+		          "the shims' signal handling and leases, and krmpod gc clean up)",
 		          out->owner_namespace, out->owner_pod, out->namespace);
-		free(out->owner_pod);
-		free(out->owner_uid);
-		out->owner_pod = out->owner_uid = NULL;
 	}
 }
 

@@ -31,22 +31,28 @@
 #include "base/xalloc.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
+#include "fn/fn_lease.h"
 #include "fn/fn_pool.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kubeconfig.h"
+#include "pod/pod_names.h"
 #include "pod/pod_spec.h"
 
 /* When the API server last wrote the pod (the latest time in its managedFields: the API
- * server stamps each write with its own clock; a finished pod's last write is the kubelet's
- * final status), or 0 when it keeps no managedFields. */
-static time_t last_write(const struct json *pod)
+ * server stamps each write with its own clock); with own_only, only the writes to the pod
+ * itself (krmpod's: its creation, its shim's renewals, the pool's marks), not those to its
+ * status subresource (the kubelet's). 0 when it keeps no managedFields. */
+static time_t last_write(const struct json *pod, bool own_only)
 {
 	time_t t = 0;
 	const struct json *mf = json_path(pod, "metadata.managedFields");
 	for (size_t i = 0; i < json_len(mf); i++) {
+		const struct json *entry = json_at(mf, i);
+		const char *sub = json_str(json_get(entry, "subresource"));
 		time_t w;
-		if (kube_parse_time(json_str(json_get(json_at(mf, i), "time")), &w) == 0 && w > t)
+		if ((!own_only || sub == NULL || *sub == '\0') &&
+		    kube_parse_time(json_str(json_get(entry, "time")), &w) == 0 && w > t)
 			t = w;
 	}
 	return t;
@@ -60,12 +66,25 @@ static const char *verdict(const struct json *pod, time_t now, int64_t older_tha
                            size_t why_len)
 {
 	const char *phase = json_str(json_path(pod, "status.phase"));
-	time_t written = last_write(pod);
+	time_t written = last_write(pod, false);
 	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) && written) {
 		if (now - written < older_than_s)
 			return NULL;
 		snprintf(why, why_len, "%s, last written %llds ago by the API server's clock",
 		         phase, (long long)(now - written));
+		return why;
+	}
+	/* a pod its shim renewed (fn_lease.h): gone with the shim once the lease expired */
+	time_t renewed = last_write(pod, true);
+	int64_t period = fn_lease_period(
+	        json_str(json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_RENEWED)));
+	if (period && renewed &&
+	    json_get(json_path(pod, "metadata.labels"), POD_LABEL_POOL) == NULL &&
+	    (now - renewed) * 1000 >= FN_LEASE_PERIODS * period) {
+		snprintf(why, why_len,
+		         "%s, its shim's lease last renewed %llds ago by the API server's clock: "
+		         "the shim is gone",
+		         phase ? phase : "no phase", (long long)(now - renewed));
 		return why;
 	}
 	/* not finished, or no record of when it finished: only past its deadline */
@@ -198,8 +217,10 @@ static bool sweep_due(const char *dir, int64_t interval_ms, int *lock_fd)
 	if (fd < 0)
 		return false;
 	struct stat st;
+	struct timespec now;
+	file_clock_now(&now);
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 ||
-	    (st.st_size > 0 && (int64_t)(time(NULL) - st.st_mtime) * 1000 < interval_ms)) {
+	    (st.st_size > 0 && (int64_t)(now.tv_sec - st.st_mtime) * 1000 < interval_ms)) {
 		close(fd);
 		return false;
 	}

@@ -17,6 +17,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
+#include "fn/fn_lease.h"
 #include "fn/fn_pool.h"
 #include "fn/fn_session.h"
 #include "fn/prestart_offer.h"
@@ -56,6 +57,7 @@ struct fn_pod {
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
 	unsigned stream_requests; /* WebSocket connections (not made through client) */
+	struct fn_lease *lease; /* this shim's lease on the pod (fn_lease.h); none for the pool's */
 };
 
 int fn_pod_open(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,
@@ -267,6 +269,9 @@ int fn_pod_acquire(struct fn_pod *p, struct err **err)
 	if (!p->warm && pod_watch_start(p->cfg, p->ns, p->name, POD_CONTAINER_NAME, created,
 	                                &p->watch, err) < 0)
 		return err_wrap(err, "watch pod %s", p->name);
+	if (p->holder == NULL &&
+	    fn_lease_start(p->cfg, p->ns, p->name, p->s->lease_renew_ms, &p->lease, err) < 0)
+		return err_wrap(err, "pod %s", p->name);
 	if (*p->cancel)
 		return fn_pod_cancelled(p, NULL, err);
 	return 0;
@@ -719,6 +724,8 @@ int fn_pod_close(struct fn_pod *p, int rc, int exit_code, struct err **err)
 	struct pod_state st;
 	fn_pod_state(p, &st);
 	unsigned watch_requests = p->watch ? pod_watch_requests(p->watch) : 0;
+	fn_lease_stop(p->lease); /* before the pod goes: a renewal would only meet a 404 */
+	p->lease = NULL;
 	if (p->name) {
 		cleanup_err struct err *derr = NULL;
 		/* (no source yet: a take that named its pod, then failed, made a new one) */

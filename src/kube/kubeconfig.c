@@ -12,6 +12,7 @@
 #include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/http_util.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -169,7 +170,7 @@ static int read_token_locked(struct kube_config *cfg, struct err **err)
 		free(cfg->token);
 	}
 	cfg->token = tok;
-	cfg->token_read_at = time(NULL);
+	cfg->token_read_at = epoch_s();
 	return 0;
 }
 
@@ -178,8 +179,8 @@ int kube_config_token(struct kube_config *cfg, bool force_reread, char **out, st
 	*out = NULL;
 	pthread_mutex_lock(&cfg->token_lock);
 	int rc = 0;
-	if (cfg->token_file && (force_reread || cfg->token == NULL ||
-	                        time(NULL) - cfg->token_read_at >= TOKEN_MAX_AGE))
+	if (cfg->token_file &&
+	    (force_reread || cfg->token == NULL || epoch_s() - cfg->token_read_at >= TOKEN_MAX_AGE))
 		rc = read_token_locked(cfg, err);
 	if (rc == 0 && cfg->token)
 		*out = xstrdup(cfg->token);

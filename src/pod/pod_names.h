@@ -34,6 +34,13 @@
 #define POD_ANNOTATION_LEASE_UNTIL  "krmpod.dev/lease-until"
 #define POD_ANNOTATION_IDLE_SINCE   "krmpod.dev/idle-since"
 #define POD_ANNOTATION_SERVED       "krmpod.dev/served" /* "true": it ran a call */
+/* A shim's lease on its pod (fn_lease.h): the count of its renewals, each a write the API
+ * server stamps; and the path of the annotation in a JSON patch ('/' as "~1"). */
+#define POD_ANNOTATION_RENEWED      "krmpod.dev/renewed"
+#define POD_ANNOTATION_RENEWED_PATH "krmpod.dev~1renewed"
+/* The repo-server pod whose sidecar made the pod ("NAMESPACE/NAME"), when it is known
+ * (KRMPOD_OWNER_POD): who the pod belongs to, for people and for `krmpod gc`'s lines. */
+#define POD_ANNOTATION_OWNER "krmpod.dev/owner"
 /* The whole SHA-256 of the pod's spec and Application, of which the pool label holds 16 hex
  * digits: a claim checks it before the first call (fn_pool.h). */
 #define POD_ANNOTATION_SPEC_SHA256 "krmpod.dev/spec-sha256"

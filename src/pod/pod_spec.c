@@ -142,9 +142,20 @@ static void write_metadata(struct jw *w, const struct fn_request *req, const str
 			jw_kv_str(w, json_key_at(ta, i), json_scalar(json_at(ta, i)));
 	jw_kv_str(w, POD_ANNOTATION_IMAGE, req->image);
 	write_pool_meta(w, pool, false);
+	/* A pool pod is shared by every repo-server replica: it belongs to none of them. (Not in
+	 * the body a pool key hashes, create_id false: the key is the same for every replica.) */
+	if (s->owner_pod && pool == NULL && create_id) {
+		char owner[512];
+		snprintf(owner, sizeof(owner), "%s%s%s",
+		         s->owner_namespace ? s->owner_namespace : "",
+		         s->owner_namespace ? "/" : "", s->owner_pod);
+		jw_kv_str(w, POD_ANNOTATION_OWNER, owner);
+	}
 	jw_obj_end(w);
-	/* A pool pod is shared by every repo-server replica: it belongs to none of them. */
-	if (s->owner_pod && pool == NULL) {
+	/* An ownerReference resolves in the pod's own namespace only (settings.h). */
+	bool same_ns = s->owner_namespace == NULL || s->namespace == NULL ||
+	               strcmp(s->owner_namespace, s->namespace) == 0;
+	if (s->owner_pod && pool == NULL && same_ns) {
 		jw_key(w, "ownerReferences");
 		jw_arr_begin(w);
 		jw_obj_begin(w);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/fdio.h"
 #include "base/log.h"
 #include "base/sha256.h"
@@ -144,8 +145,9 @@ bool registry_tag_get(const char *dir, const char *reference, int64_t ttl_ms,
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
 	struct timespec now;
-	if (fd < 0 || fstat(fd, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0)
 		return false;
+	file_clock_now(&now);
 	int64_t age_ms = (int64_t)(now.tv_sec - st.st_mtim.tv_sec) * 1000 +
 	                 (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
 	if (age_ms < 0 || age_ms > ttl_ms)
@@ -202,7 +204,9 @@ static bool hex_name(const char *name)
 /* Lists the objects of the directory sub (and deletes stale temporary files). */
 static void list_objects(DIR *d, struct objects *objs)
 {
-	time_t now = time(NULL);
+	struct timespec ts;
+	file_clock_now(&ts);
+	time_t now = ts.tv_sec;
 	struct dirent *ent;
 	while ((ent = readdir(d)) != NULL) {
 		struct stat st;

@@ -120,9 +120,58 @@ def test_a_clock_ahead_does_not_make_live_pods_leftovers(kubesim):
         assert "fn-just-done" not in out and "fn-running" not in out, out
         assert phase(kubesim, "fn-just-done") == "Failed"
         assert phase(kubesim, "fn-running") == "Running"
+        # the same skew from the sidecar's side: its own clock moved ahead, for tests only
+        r = subprocess.run([KRMPOD_BIN, "gc"], env=base_env(kubesim, KRMPOD_CLOCK_OFFSET="300s"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        assert r.returncode == 0 and b"gc: 0 deleted, 2 kept" in r.stdout, r.stdout
     finally:
         kubesim.control("POST", "/kubesim/clock", {"offset": 0})
         delete_pods(kubesim, *("fn-just-done", "fn-running", "fn-old"))
+
+
+def test_a_killed_shim_s_running_pod_goes_once_its_lease_expires(kubesim):
+    """Issue 29, item 5: a shim renews its lease on its pod (KRMPOD_LEASE_RENEW, here 1 s)
+    while it holds it; SIGKILLed, it renews no more, and a sweep deletes the still running
+    pod three periods after the last renewal by the API server's clock, not only past the
+    pod's deadline (300 s + --older-than). A pod whose shim lives is never taken."""
+    from conftest import KUSTOMIZE_RUN, shim_link
+    env = base_env(kubesim, KRMPOD_LEASE_RENEW="1s")
+    proc = subprocess.Popen([shim_link("docker")] + KUSTOMIZE_RUN +
+                            ["-e", "SLOW_SECONDS=60", "example.com/fns/slow-cat:v1"],
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n")
+        proc.stdin.close()
+        deadline, pod = time.monotonic() + 20, None
+        while time.monotonic() < deadline:  # two renewals seen on the pod
+            pods = [p for p in kubesim.api_pods() if p["metadata"]["name"].startswith(
+                "krmpod-slow-cat-")]
+            ann = pods[0]["metadata"].get("annotations", {}) if pods else {}
+            if ann.get("krmpod.dev/renewed", "").split("/")[0] in ("2", "3", "4"):
+                pod = pods[0]["metadata"]["name"]
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.1)
+        assert pod, "no renewal seen: %s" % kubesim.api_pods()
+        assert ann["krmpod.dev/renewed"].endswith("/1000"), ann
+        r = gc(kubesim)  # its shim lives: kept
+        assert r.returncode == 0 and pod not in r.stdout.decode(), r.stdout.decode()
+        proc.kill()
+        proc.wait()
+        time.sleep(3.5)  # three periods without a renewal
+        r = gc(kubesim)
+        out = r.stdout.decode()
+        assert r.returncode == 0, r.stderr.decode()
+        assert "deleted default/%s (Running, its shim's lease last renewed " % pod in out, out
+        assert "ago by the API server's clock: the shim is gone)" in out, out
+        assert phase(kubesim, pod) is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for p in kubesim.api_pods():
+            delete_pods(kubesim, p["metadata"]["name"])
 
 
 def test_gc_bad_arguments(kubesim):

@@ -25,15 +25,18 @@ TEST(namespace_from_setting_then_context_then_default)
 	CHECK(e == NULL);
 }
 
-/* The shipped install: repo-server in argocd, functions in krmpod-functions. */
-TEST(owner_in_another_namespace_is_dropped)
+/* The shipped install: repo-server in argocd, functions in krmpod-functions. The owner is
+ * kept (the pods name it in an annotation); pod_spec.c leaves out the ownerReference, which
+ * resolves in the pod's own namespace only (test_pod_spec.c). */
+TEST(owner_in_another_namespace_is_kept)
 {
 	char *env[] = {"KRMPOD_NAMESPACE=krmpod-functions", "KRMPOD_OWNER_POD=repo-1",
 	               "KRMPOD_OWNER_UID=u-1", "KRMPOD_OWNER_NAMESPACE=argocd", NULL};
 	struct settings s;
 	struct err *e = NULL;
 	CHECK(fn_config_base(env, &no_ns, &s, &e) == 0);
-	CHECK(s.owner_pod == NULL && s.owner_uid == NULL);
+	CHECK(s.owner_pod && strcmp(s.owner_pod, "repo-1") == 0);
+	CHECK(s.owner_namespace && strcmp(s.owner_namespace, "argocd") == 0);
 	settings_clear(&s);
 	char *same[] = {"KRMPOD_NAMESPACE=argocd", "KRMPOD_OWNER_POD=repo-1",
 	                "KRMPOD_OWNER_UID=u-1", "KRMPOD_OWNER_NAMESPACE=argocd", NULL};
@@ -109,7 +112,7 @@ TEST(bad_setting_is_named)
 int main(void)
 {
 	RUN(namespace_from_setting_then_context_then_default);
-	RUN(owner_in_another_namespace_is_dropped);
+	RUN(owner_in_another_namespace_is_kept);
 	RUN(same_environment_same_key);
 	RUN(network_refused_unless_allowed);
 	RUN(bad_setting_is_named);

@@ -98,11 +98,24 @@ TEST(network_owner_labels_pull_args)
 	bool bv = true;
 	CHECK(json_bool(json_path(p, "metadata.ownerReferences[0].blockOwnerDeletion"), &bv) &&
 	      !bv);
+	/* the owner, also as an annotation */
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.annotations"), "krmpod.dev/owner")),
+	          "argocd-repo-server-7c9");
 	CHECK_STR(json_str(json_path(p, "spec.containers[0].imagePullPolicy")), "Never");
 	CHECK_STR(json_str(json_path(p, "spec.containers[0].args[0]")), "--x");
 	long long v = 0;
 	CHECK(json_int(json_path(p, "spec.securityContext.runAsUser"), &v) && v == 1000);
 	CHECK(json_bool(json_path(p, "spec.hostNetwork"), &bv) && !bv);
+	json_free(p);
+	/* the shipped install: the owner in argocd, the pod in another namespace: no
+	 * ownerReference (the garbage collector would take the owner for missing and delete the
+	 * pod at once), the annotation names the owner with its namespace */
+	s.owner_namespace = "argocd";
+	s.namespace = "krmpod-functions";
+	p = build(&req, &s);
+	CHECK(json_path(p, "metadata.ownerReferences") == NULL);
+	CHECK_STR(json_str(json_get(json_path(p, "metadata.annotations"), "krmpod.dev/owner")),
+	          "argocd/argocd-repo-server-7c9");
 	json_free(p);
 }
 

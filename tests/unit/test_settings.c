@@ -227,6 +227,30 @@ TEST(mode_defaults_to_auto)
 	clear_env();
 }
 
+/* KRMPOD_CLOCK_OFFSET (tests only): a signed duration. */
+TEST(clock_offset)
+{
+	int64_t ms = -1;
+	struct err *e = NULL;
+	char *none[] = {NULL};
+	CHECK_INT(settings_clock_offset(none, &ms, &e), 0);
+	CHECK(ms == 0);
+	char *ahead[] = {"KRMPOD_CLOCK_OFFSET=105s", NULL};
+	CHECK_INT(settings_clock_offset(ahead, &ms, &e), 0);
+	CHECK(ms == 105000);
+	char *plus[] = {"KRMPOD_CLOCK_OFFSET=+2m", NULL};
+	CHECK_INT(settings_clock_offset(plus, &ms, &e), 0);
+	CHECK(ms == 120000);
+	char *behind[] = {"KRMPOD_CLOCK_OFFSET=-90s", NULL};
+	CHECK_INT(settings_clock_offset(behind, &ms, &e), 0);
+	CHECK(ms == -90000);
+	char *bad[] = {"KRMPOD_CLOCK_OFFSET=soon", NULL};
+	CHECK_INT(settings_clock_offset(bad, &ms, &e), -1);
+	if (e)
+		CHECK_CONTAINS(e->msg, "KRMPOD_CLOCK_OFFSET");
+	err_free(e);
+}
+
 /* Inside a function pod: the gate's milliseconds and targets pod_spec.c gave it. */
 TEST(agent_net_gate)
 {
@@ -310,6 +334,7 @@ int main(void)
 	RUN(network_gate);
 	RUN(mode_defaults_to_auto);
 	RUN(agent_net_gate);
+	RUN(clock_offset);
 	RUN(quantities);
 	RUN(image_pull_secrets);
 	return check_summary();
