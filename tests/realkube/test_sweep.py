@@ -25,11 +25,12 @@ def renewed(pod):
 
 
 def wait_renewed(install, proc, times, timeout=90):
-    """The render's one slow-cat pod once its shim renewed its lease `times` times."""
+    """The render's one slow-cat pod once it runs and its shim renewed its lease `times`
+    times."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         pods = slow_pods(install)
-        if pods and renewed(pods[0]) >= times:
+        if pods and renewed(pods[0]) >= times and pods[0]["status"].get("phase") == "Running":
             return pods[0]
         assert proc.poll() is None, proc.communicate()[1].decode()
         time.sleep(0.5)
