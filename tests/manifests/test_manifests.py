@@ -39,6 +39,8 @@ EXPECTED_OBJECTS = {
     ("ConfigMap", FUNCTIONS_NS, "krmpod-admission"),
     ("ValidatingAdmissionPolicy", None, "krmpod-function-pods"),
     ("ValidatingAdmissionPolicyBinding", None, "krmpod-function-pods"),
+    ("ValidatingAdmissionPolicy", None, "krmpod-function-pods-newer-fields"),
+    ("ValidatingAdmissionPolicyBinding", None, "krmpod-function-pods-newer-fields"),
     ("ValidatingAdmissionPolicy", None, "krmpod-function-streams"),
     ("ValidatingAdmissionPolicyBinding", None, "krmpod-function-streams"),
 }

@@ -269,3 +269,80 @@ def test_exec_and_attach_only_krmpod_s_own(install, as_repo_server, krmpod_pod):
         assert STREAMS not in json.dumps(obj), (status, obj)
     finally:
         install.api.request("DELETE", base, {"gracePeriodSeconds": 0})
+
+
+# Issue 29, item 2: the allowlist. Every PodSpec and Container field krmpod never writes
+# (tests/integration/test_allowlist.py keeps the policy's list in step with the pod builder),
+# set on krmpod's own pod with a valid value, is denied by the policy. A few cannot reach it on
+# this server: a field whose feature gate is off is dropped before admission (the pod is then
+# admitted without it), and a value the API server's own validation refuses (volumeDevices
+# need a PersistentVolumeClaim, restartPolicy belongs to init containers, overhead needs a
+# RuntimeClass) is refused first; those say so and must never be admitted with the field.
+SPEC_FIELDS = {
+    "hostUsers": False, "hostname": "x", "subdomain": "x", "setHostnameAsFQDN": True,
+    "shareProcessNamespace": True, "os": {"name": "linux"},
+    "readinessGates": [{"conditionType": "example.com/ready"}],
+    "resourceClaims": [{"name": "c", "resourceClaimName": "x"}],
+    "schedulingGates": [{"name": "example.com/wait"}],
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                   "whenUnsatisfiable": "ScheduleAnyway"}],
+    "overhead": {"cpu": "10m"},
+    "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "100m"}},
+    "hostnameOverride": "x",
+}
+PROBE = {"exec": {"command": ["true"]}}
+CONTAINER_FIELDS = {
+    "ports": [{"containerPort": 8080}], "livenessProbe": PROBE, "readinessProbe": PROBE,
+    "startupProbe": PROBE, "workingDir": "/tmp",
+    "volumeDevices": [{"name": "krmpod-work", "devicePath": "/dev/x"}],
+    "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+    "restartPolicy": "Always",
+    "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In",
+                                                               "values": [42]}}],
+    "lifecycle": {"postStart": PROBE},
+}
+# What the API server itself refuses or drops here (Kubernetes 1.34, default gates).
+NOT_REACHING_THE_POLICY = {"overhead", "volumeDevices", "restartPolicy", "restartPolicyRules",
+                           "hostnameOverride"}
+
+
+def verdict(status, obj, where, field):
+    """"policy" (denied by krmpod's allowlist), "server" (refused before it), "dropped"
+    (admitted without the field), or "ADMITTED" (a hole)."""
+    text = json.dumps(obj)
+    if status == 422 and RULES in text and "krmpod never writes" in text:
+        return "policy"
+    if status == 201:
+        return "ADMITTED" if field in where(obj) else "dropped"
+    return "server"
+
+
+@pytest.mark.parametrize("field", sorted(SPEC_FIELDS) + sorted(CONTAINER_FIELDS))
+def test_every_field_krmpod_never_writes_is_denied(as_repo_server, krmpod_pod, field):
+    p = copy.deepcopy(krmpod_pod)
+    if field in SPEC_FIELDS:
+        p["spec"][field] = SPEC_FIELDS[field]
+        where = lambda o: o["spec"]  # noqa: E731
+    else:
+        fn_of(p)[field] = CONTAINER_FIELDS[field]
+        where = fn_of
+    status, obj = create(as_repo_server, p)
+    got = verdict(status, obj, where, field)
+    assert got != "ADMITTED", (field, status, json.dumps(obj)[:600])
+    if field not in NOT_REACHING_THE_POLICY:
+        assert got == "policy", (field, got, status, json.dumps(obj)[:600])
+
+
+def test_the_cluster_serves_the_pod_fields_the_allowlist_was_checked_against(install):
+    """tests/integration/test_allowlist.py checks the policy against a pinned copy of the
+    PodSpec and Container fields; a cluster whose Kubernetes adds a field fails here, naming
+    it, until the field is classified (written by krmpod, filled in by the server, or
+    denied)."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "fixtures", "kubernetes", "pod-fields-v1.34.json")) as f:
+        pinned = json.load(f)
+    schemas = install.api.get("/openapi/v3/api/v1")["components"]["schemas"]
+    for kind in ("PodSpec", "Container"):
+        live = sorted(schemas["io.k8s.api.core.v1.%s" % kind]["properties"])
+        assert live == pinned[kind], (kind, set(live) ^ set(pinned[kind]))
