@@ -4,9 +4,9 @@ large ResourceList."""
 import os
 
 
-def mount_app(tmp_path, mounts, data, image, name="app"):
-    """A kustomization whose generator (`image`, read-mount) mounts [(type, src, dst, rw)]
-    and gets `data` as its functionConfig data."""
+def mount_app(tmp_path, mounts, data, image, name="app", envs=()):
+    """A kustomization whose generator (`image`, read-mount) mounts [(type, src, dst, rw)],
+    gets `data` as its functionConfig data and `envs` ("NAME=VALUE") in its environment."""
     app = tmp_path / name
     app.mkdir(exist_ok=True)
     (app / "kustomization.yaml").write_text("generators:\n- gen.yaml\n")
@@ -21,8 +21,9 @@ def mount_app(tmp_path, mounts, data, image, name="app"):
     (app / "gen.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gen\n  annotations:\n"
         "    config.kubernetes.io/function: |\n      container:\n"
-        "        image: %s\n        mounts:\n%s\ndata:\n%s" %
-        (image, "\n".join(lines), "".join("  %s: %s\n" % kv for kv in data.items())))
+        "        image: %s\n%s        mounts:\n%s\ndata:\n%s" %
+        (image, ("        envs:\n" + "".join("        - %s\n" % e for e in envs)) if envs
+         else "", "\n".join(lines), "".join("  %s: %s\n" % kv for kv in data.items())))
     return app
 
 

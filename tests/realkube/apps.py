@@ -37,9 +37,9 @@ def fn_app(tmp_path, fixture, envs=(), name="app", config_lines=(), annotations=
     return app
 
 
-def mount_app(tmp_path, mounts, data, name="app"):
+def mount_app(tmp_path, mounts, data, name="app", envs=()):
     """A kustomization whose generator (read-mount) mounts [(type, src, dst, rw)]."""
-    return apptrees.mount_app(tmp_path, mounts, data, FN_IMAGE % "read-mount", name)
+    return apptrees.mount_app(tmp_path, mounts, data, FN_IMAGE % "read-mount", name, envs)
 
 
 # The directory tests/integration/test_mounts.py uses: modes, symlinks, nesting, an empty
