@@ -134,7 +134,7 @@ int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct 
 		return -1;
 	int64_t deadline = now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS;
 	if (fn_trust_check(s, req, &signals_cancel, deadline, err) < 0 ||
-	    fn_image_resolve(s, req, &signals_cancel, deadline, err) < 0)
+	    fn_image_resolve(s, cfg, req, &signals_cancel, deadline, err) < 0)
 		return -1;
 	req->pooled = fn_pool_takes(s, req);
 	req->pool_shared = false;

@@ -17,6 +17,7 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/policy.h"
+#include "fn/fn_pull_auth.h"
 #include "registry/registry.h"
 
 /* Docker's rule: ENTRYPOINT, then the run's args or else CMD. */
@@ -147,8 +148,36 @@ static int from_config(const struct settings *s, struct fn_request *req,
 	return 0;
 }
 
-static int resolve(const struct settings *s, struct fn_request *req, const struct policy_image *rec,
-                   atomic_int *cancel, int64_t deadline_ms, struct err **err)
+/* The image's config with the registry settings' credentials; when the registry wants
+ * credentials those do not have (401), again with the function pods' pull Secrets the
+ * sidecar may read (fn_pull_auth.h). */
+static int read_config(const struct settings *s, struct kube_config *cfg, struct registry_opts *o,
+                       const struct oci_ref *ref, struct registry_image_config *c, struct err **err)
+{
+	if (registry_image_config(o, ref, c, err) == 0)
+		return 0;
+	if ((*err)->http_status != 401 || cfg == NULL)
+		return -1;
+	struct fn_pull_auths a;
+	cleanup_err struct err *le = NULL;
+	if (fn_pull_auths_load(s, cfg, o->cancel, &a, &le) < 0 || a.n == 0) {
+		fn_pull_auths_clear(&a);
+		return -1;
+	}
+	err_free(*err);
+	*err = NULL;
+	o->auth_docs = a.docs;
+	o->n_auth_docs = a.n;
+	int rc = registry_image_config(o, ref, c, err);
+	o->auth_docs = NULL;
+	o->n_auth_docs = 0;
+	fn_pull_auths_clear(&a);
+	return rc;
+}
+
+static int resolve(const struct settings *s, struct kube_config *cfg, struct fn_request *req,
+                   const struct policy_image *rec, atomic_int *cancel, int64_t deadline_ms,
+                   struct err **err)
 {
 	/* auto only: under exec the admin asked for exec mode, and a registry that failed a
 	 * moment ago is asked again */
@@ -168,7 +197,7 @@ static int resolve(const struct settings *s, struct fn_request *req, const struc
 	cleanup_err struct err *e = NULL;
 	int rc = oci_ref_parse(req->pinned_image ? req->pinned_image : req->image, &ref, &e);
 	if (rc == 0) {
-		rc = registry_image_config(&o, &ref, &c, &e);
+		rc = read_config(s, cfg, &o, &ref, &c, &e);
 		oci_ref_clear(&ref);
 	}
 	if (rc == 0) {
@@ -191,8 +220,8 @@ static int resolve(const struct settings *s, struct fn_request *req, const struc
 	return 0;
 }
 
-int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
-                     int64_t deadline_ms, struct err **err)
+int fn_image_resolve(const struct settings *s, struct kube_config *cfg, struct fn_request *req,
+                     atomic_int *cancel, int64_t deadline_ms, struct err **err)
 {
 	if (s->mode == FN_MODE_ATTACH || req->exec_argv)
 		return 0;
@@ -208,7 +237,7 @@ int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_in
 	const struct policy_image *rec = NULL;
 	int rc = recorded(s, req, cancel, &p, &rec, err);
 	if (rc == 0)
-		rc = resolve(s, req, rec, cancel, deadline_ms, err);
+		rc = resolve(s, cfg, req, rec, cancel, deadline_ms, err);
 	policy_clear(&p);
 	return rc;
 }

@@ -2,7 +2,8 @@
  *
  * In exec mode the pod does not run the image's entrypoint: `krmpod call` runs it through
  * pods/exec, so krmpod must know it. It comes from the image's config in its registry
- * (registry.h: anonymous, bearer token or KRMPOD_REGISTRY_AUTH; KRMPOD_REGISTRY_MIRRORS),
+ * (registry.h: anonymous, bearer token, KRMPOD_REGISTRY_AUTH or, where the sidecar may read
+ * them, the function pods' pull Secrets, fn_pull_auth.h; KRMPOD_REGISTRY_MIRRORS),
  * cached by digest under KRMPOD_CACHE_DIR, a tag's digest remembered for
  * FN_IMAGE_TAG_TTL_MS (so the functions of one render ask the registry once per image).
  * argv is docker's: Entrypoint, then the request's args or else Cmd.
@@ -20,6 +21,7 @@
 #include "base/err.h"
 #include "config/fn_request.h"
 #include "config/settings.h"
+#include "kube/kubeconfig.h"
 
 #define FN_IMAGE_TAG_TTL_MS (5 * 60 * 1000)
 
@@ -33,7 +35,7 @@
  * (ERR_CONFIG, naming the image) for a config that names nothing to run, for a record that
  * disagrees with the config, for catalogs that record different ones or cannot be loaded;
  * and on a signal. */
-int fn_image_resolve(const struct settings *s, struct fn_request *req, atomic_int *cancel,
-                     int64_t deadline_ms, struct err **err);
+int fn_image_resolve(const struct settings *s, struct kube_config *cfg, struct fn_request *req,
+                     atomic_int *cancel, int64_t deadline_ms, struct err **err);
 
 #endif

@@ -30,9 +30,21 @@
 #include "base/sha256.h"
 #include "config/settings.h"
 
+/* A dockerconfigjson held in memory (a function pod's pull Secret the sidecar may read,
+ * fn_pull_auth.h); what names it in messages ("pull Secret krmpod-functions/regcred"). */
+struct registry_auth_doc {
+	const char *what;
+	const char *json;
+	size_t len;
+};
+
 struct registry_opts {
 	const char *ca_file;   /* PEM bundle trusted besides the system's; NULL */
 	const char *auth_file; /* dockerconfigjson; NULL: anonymous only */
+	/* More dockerconfigjsons, looked up after auth_file in order: the first that has a key
+	 * for the registry gives the credentials (registry_auth_find). */
+	const struct registry_auth_doc *auth_docs;
+	size_t n_auth_docs;
 	const char *cache_dir; /* content cache by sha256 (created when missing); NULL: none */
 	int64_t deadline_ms;   /* now_ms() clock; 0: none */
 	atomic_int *cancel;

@@ -251,6 +251,31 @@ int registry_auth_load(const char *path, const char *registry, const char *repos
 	return rc;
 }
 
+int registry_auth_find(const struct registry_opts *o, const char *registry, const char *repository,
+                       struct registry_creds *out, const char **from, struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	*from = NULL;
+	int rc = 0;
+	if (o->auth_file) {
+		rc = registry_auth_load(o->auth_file, registry, repository, out, err);
+		*from = o->auth_file;
+	}
+	for (size_t i = 0; rc == 0 && i < o->n_auth_docs; i++) {
+		const struct registry_auth_doc *d = &o->auth_docs[i];
+		rc = registry_auth_lookup(d->json, d->len, d->what, registry, repository, out, err);
+		*from = d->what;
+	}
+	if (rc <= 0)
+		*from = NULL;
+	return rc;
+}
+
+bool registry_auth_any(const struct registry_opts *o)
+{
+	return o->auth_file != NULL || o->n_auth_docs > 0;
+}
+
 char *registry_auth_basic(const struct registry_creds *c)
 {
 	cleanup_free char *plain = xasprintf("%s:%s", c->user, c->password);

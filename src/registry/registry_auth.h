@@ -5,6 +5,7 @@
 #ifndef KRMPOD_REGISTRY_AUTH_H
 #define KRMPOD_REGISTRY_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -57,6 +58,15 @@ int registry_auth_lookup(const char *text, size_t len, const char *what, const c
  * unreadable file is ERR_CONFIG naming it). */
 int registry_auth_load(const char *path, const char *registry, const char *repository,
                        struct registry_creds *out, struct err **err);
+
+/* The credentials for a repository from every source of o, in order: KRMPOD_REGISTRY_AUTH's
+ * file (o->auth_file), then o->auth_docs. 1 with *out (and *from: the source, borrowed),
+ * 0 when none has a key for the registry, -1 as registry_auth_lookup. */
+int registry_auth_find(const struct registry_opts *o, const char *registry, const char *repository,
+                       struct registry_creds *out, const char **from, struct err **err);
+
+/* Whether o has any source of credentials. */
+bool registry_auth_any(const struct registry_opts *o);
 
 /* "Basic <base64 of user:password>". A new string. */
 char *registry_auth_basic(const struct registry_creds *c);

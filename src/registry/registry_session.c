@@ -44,17 +44,26 @@ void registry_session_close(struct registry_session *s)
 /* The registry wants credentials that we do not have; detail says what it answered. */
 static int need_credentials(const struct registry_session *s, const char *detail, struct err **err)
 {
-	if (s->o->auth_file == NULL)
+	if (!registry_auth_any(s->o))
 		err_set(err, ERR_CONFIG,
 		        "the registry %s requires credentials: set KRMPOD_REGISTRY_AUTH to a "
-		        "dockerconfigjson that has them (%s)",
+		        "dockerconfigjson that has them, or let the sidecar read the function "
+		        "pods' pull Secret (%s)",
 		        s->registry, detail);
-	else
+	else if (s->o->n_auth_docs == 0)
 		err_set(err, ERR_CONFIG,
 		        "the registry %s requires credentials: the registry auth file %s "
 		        "(KRMPOD_REGISTRY_AUTH) has none for it: no key of its auths matches %s/%s "
 		        "(%s)",
 		        s->registry, s->o->auth_file, s->registry, s->repository, detail);
+	else
+		err_set(err, ERR_CONFIG,
+		        "the registry %s requires credentials: neither %s%s%zu pull Secret(s) the "
+		        "sidecar read (%s, ...) has a key of auths that matches %s/%s (%s)",
+		        s->registry, s->o->auth_file ? s->o->auth_file : "",
+		        s->o->auth_file ? " (KRMPOD_REGISTRY_AUTH) nor the " : "the ",
+		        s->o->n_auth_docs, s->o->auth_docs[0].what, s->registry, s->repository,
+		        detail);
 	if (err)
 		(*err)->http_status = 401;
 	return -1;
@@ -65,10 +74,11 @@ static int denied(const struct registry_session *s, const char *detail, struct e
 {
 	if (s->creds.user == NULL)
 		return need_credentials(s, detail, err);
+	bool file = s->creds_from && s->o->auth_file && strcmp(s->creds_from, s->o->auth_file) == 0;
 	err_set(err, ERR_CONFIG,
-	        "the registry %s refused the credentials for %s in %s (KRMPOD_REGISTRY_AUTH, "
-	        "auths.\"%s\"): %s",
-	        s->registry, s->repository, s->o->auth_file, s->creds.key, detail);
+	        "the registry %s refused the credentials for %s in %s (%sauths.\"%s\"): %s",
+	        s->registry, s->repository, s->creds_from ? s->creds_from : "?",
+	        file ? "KRMPOD_REGISTRY_AUTH, " : "", s->creds.key, detail);
 	if (err)
 		(*err)->http_status = 401;
 	return -1;
@@ -76,16 +86,17 @@ static int denied(const struct registry_session *s, const char *detail, struct e
 
 static int load_creds(struct registry_session *s, struct err **err)
 {
-	if (s->creds_loaded || s->o->auth_file == NULL)
+	if (s->creds_loaded || !registry_auth_any(s->o))
 		return 0;
 	s->creds_loaded = true;
-	int rc = registry_auth_load(s->o->auth_file, s->registry, s->repository, &s->creds, err);
+	int rc = registry_auth_find(s->o, s->registry, s->repository, &s->creds, &s->creds_from,
+	                            err);
 	if (rc > 0)
 		log_debug("%s/%s: credentials of auths.\"%s\" in %s", s->registry, s->repository,
-		          s->creds.key, s->o->auth_file);
+		          s->creds.key, s->creds_from);
 	else if (rc == 0)
-		log_debug("%s/%s: no key of auths in %s matches it", s->registry, s->repository,
-		          s->o->auth_file);
+		log_debug("%s/%s: no key of auths in its credential sources matches it",
+		          s->registry, s->repository);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -165,9 +176,8 @@ static int authorize_elsewhere(struct registry_session *s, const char *host, con
 	if (registry_challenge_parse(r->challenge.data, &ch, err) < 0)
 		return err_wrap(err, "GET %s", url);
 	struct registry_creds creds = {0};
-	int rc = 0;
-	if (s->o->auth_file)
-		rc = registry_auth_load(s->o->auth_file, host, "", &creds, err) < 0 ? -1 : 0;
+	const char *from = NULL;
+	int rc = registry_auth_find(s->o, host, "", &creds, &from, err) < 0 ? -1 : 0;
 	cleanup_free char *scope = xasprintf("repository:%s:pull", s->repository);
 	cleanup_free char *token = NULL;
 	if (rc == 0 && strcasecmp(ch.scheme, "Bearer") == 0) {

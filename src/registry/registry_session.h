@@ -24,7 +24,8 @@ struct registry_session {
 	char *base;          /* "https://registry-1.docker.io/v2/library/alpine/" */
 	char *authorization; /* the header value that worked, or NULL (anonymous) */
 	struct registry_creds creds;
-	bool creds_loaded; /* opts->auth_file was read (creds may still be empty) */
+	bool creds_loaded;      /* the sources were read (creds may still be empty) */
+	const char *creds_from; /* the source creds came from (borrowed from opts), or NULL */
 };
 
 /* Prepares a session for ref's repository (no request is sent yet). Fails like

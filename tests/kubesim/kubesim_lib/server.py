@@ -6,6 +6,7 @@ import datetime
 import email.utils
 import http.server
 import json
+import os
 import uuid
 import re
 import socket
@@ -33,13 +34,32 @@ USERS = {
     "admin": "system:serviceaccount:default:admin",
     "readonly": "system:serviceaccount:default:readonly",
     "none": "system:serviceaccount:default:norights",
+    "krmpod": "system:serviceaccount:default:krmpod",
 }
 READ = {"get", "list", "watch"}
+
+
+def shipped_role():
+    """The rules of the Role the manifests ship (manifests/functions/rbac.yaml), read from
+    the file: the rights the repo-server's token has on a real install."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "manifests", "functions",
+                        "rbac.yaml")
+    with open(path) as f:
+        role = next(d for d in yaml.safe_load_all(f) if d and d.get("kind") == "Role")
+    out = {}
+    for rule in role["rules"]:
+        for res in rule["resources"]:
+            name, _, sub = res.partition("/")
+            out.setdefault((name, sub), set()).update(rule["verbs"])
+    return out
+
+
 RULES = {  # role -> {(resource, subresource): verbs}; None = everything
     "admin": None,
     "readonly": {("pods", ""): READ, ("pods", "log"): {"get"}, ("podtemplates", ""): READ,
                  ("namespaces", ""): READ, ("networkpolicies", ""): {"get", "list"}},
     "none": {},
+    "krmpod": shipped_role(),
 }
 
 
