@@ -287,7 +287,7 @@ SPEC_FIELDS = {
     "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
                                    "whenUnsatisfiable": "ScheduleAnyway"}],
     "overhead": {"cpu": "10m"},
-    "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "100m"}},
+    "resources": {"limits": {"cpu": "8"}, "requests": {"cpu": "4"}},  # over the containers
     "hostnameOverride": "x",
 }
 PROBE = {"exec": {"command": ["true"]}}
