@@ -32,6 +32,30 @@ int fd_write_all(int fd, const void *p, size_t n, const char *what, struct err *
 	return 0;
 }
 
+int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode,
+                    const char *what, struct err **err)
+{
+	size_t len = strlen(tmp);
+	char *name = xstrdup(tmp);
+	int fd = len >= 6 && strcmp(tmp + len - 6, "XXXXXX") == 0
+	                 ? mkostemp(name, O_CLOEXEC)
+	                 : open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	                        (mode_t)mode);
+	int rc = fd < 0 ? err_set_sys(err, ERR_IO, errno, "write %s: create %s", what, name) : 0;
+	if (rc == 0 && fchmod(fd, (mode_t)mode) < 0)
+		rc = err_set_sys(err, ERR_IO, errno, "write %s: chmod %s", what, name);
+	if (rc == 0)
+		rc = fd_write_all(fd, p, n, name, err);
+	if (fd >= 0 && close(fd) < 0 && rc == 0)
+		rc = err_set_sys(err, ERR_IO, errno, "write %s: close %s", what, name);
+	if (rc == 0 && rename(name, path) < 0)
+		rc = err_set_sys(err, ERR_IO, errno, "write %s: rename %s to %s", what, name, path);
+	if (rc < 0 && fd >= 0)
+		unlink(name);
+	free(name);
+	return rc;
+}
+
 int fd_copy_from_start(int from, int to, const char *what, struct err **err)
 {
 	if (lseek(from, 0, SEEK_SET) < 0)

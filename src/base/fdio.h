@@ -12,6 +12,14 @@
  * "the reader closed it"). */
 int fd_write_all(int fd, const void *p, size_t n, const char *what, struct err **err);
 
+/* Writes n bytes of p to path atomically: into the file tmp first (created with mode,
+ * never through a symlink; a tmp ending in "XXXXXX" is a mkostemp template, the name made
+ * unique), closed, then renamed over path, so a reader sees the old file or the whole new
+ * one. tmp must be in path's directory, under a name the directory's readers skip. On
+ * failure tmp is removed and the error (ERR_IO) names `what` and the path. */
+int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode,
+                    const char *what, struct err **err);
+
 /* Copies everything from `from`, starting at its offset 0, to `to`. Fails with ERR_IO
  * naming `what`. */
 int fd_copy_from_start(int from, int to, const char *what, struct err **err);

@@ -212,12 +212,8 @@ static char *target(const struct apply *a, const char *path, struct err **err)
 static int write_file(const char *path, const struct buf *b, struct err **err)
 {
 	cleanup_free char *tmp = xasprintf("%s.krmpod.%d", path, (int)getpid());
-	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || fd_write_all(fd, b->data, b->len, tmp, err) < 0 || rename(tmp, path) < 0) {
-		if (fd >= 0)
-			unlink(tmp);
-		return err_set_sys(err, ERR_IO, errno, "rewrite %s for the catalogs", path);
-	}
+	if (fd_write_atomic(path, tmp, b->data, b->len, 0644, "a function config", err) < 0)
+		return err_wrap(err, "rewrite %s for the catalogs", path);
 	return 0;
 }
 

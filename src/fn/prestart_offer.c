@@ -145,9 +145,7 @@ static void write_atomic(const char *path, const char *text)
 		return;
 	*slash = '\0';
 	cleanup_free char *tmp = xasprintf("%s/.new.%s", dir, slash + 1);
-	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, text, strlen(text), tmp, NULL) < 0 || rename(tmp, path) < 0)
-		unlink(tmp);
+	(void)fd_write_atomic(path, tmp, text, strlen(text), 0600, "an offer", NULL);
 }
 
 void prestart_offer_write(const char *path, const struct prestart_offer_note *note)

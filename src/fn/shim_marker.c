@@ -23,11 +23,8 @@ void shim_marker_write(const char *dir, const char *image, const char *ns, const
 	cleanup_free char *tmp = xasprintf("%s/.%d.new", dir, (int)getpid());
 	cleanup_free char *text = xasprintf("%s\n%s\n%s\n", image, ns ? ns : "", pod ? pod : "");
 	cleanup_err struct err *e = NULL;
-	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, text, strlen(text), tmp, &e) < 0 || rename(tmp, path) < 0) {
-		log_debug("shim marker %s: %s", path, e ? e->msg : strerror(errno));
-		unlink(tmp);
-	}
+	if (fd_write_atomic(path, tmp, text, strlen(text), 0600, "the shim marker", &e) < 0)
+		log_debug("shim marker %s: %s", path, e->msg);
 }
 
 void shim_marker_remove(const char *dir)

@@ -96,17 +96,7 @@ static int write_object(const char *sub, const char *path, const char *hex, cons
                         size_t len, struct err **err)
 {
 	cleanup_free char *tmp = xasprintf("%s/" TMP_PREFIX "%.16s-XXXXXX", sub, hex);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return err_set_sys(err, ERR_IO, errno, "create %s", tmp);
-	int rc = fd_write_all(fd, data, len, tmp, err);
-	if (close(fd) < 0 && rc == 0)
-		rc = err_set_sys(err, ERR_IO, errno, "close %s", tmp);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = err_set_sys(err, ERR_IO, errno, "rename %s to %s", tmp, path);
-	if (rc < 0)
-		unlink(tmp);
-	return rc;
+	return fd_write_atomic(path, tmp, data, len, 0600, "a cache entry", err);
 }
 
 void registry_cache_put(const char *dir, const char *digest, const void *data, size_t len)

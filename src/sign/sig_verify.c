@@ -55,12 +55,9 @@ static void remember(const char *dir, const struct sig_key *k, const char *diges
 	}
 	cleanup_free char *path = verified_path(dir, k, digest);
 	cleanup_free char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
-	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || fd_write_all(fd, how, strlen(how), "verified digest", NULL) < 0 ||
-	    rename(tmp, path) < 0) {
-		log_debug("cannot keep the verified digest %s: %s", digest, strerror(errno));
-		unlink(tmp);
-	}
+	cleanup_err struct err *e = NULL;
+	if (fd_write_atomic(path, tmp, how, strlen(how), 0600, "a verified digest", &e) < 0)
+		log_debug("cannot keep the verified digest %s: %s", digest, e->msg);
 }
 
 /* "platform-team (sha256:1a2b…) or vendor (sha256:…)". */

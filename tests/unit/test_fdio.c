@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -188,8 +190,63 @@ TEST(a_failed_call_carries_its_errno)
 	err_free(e);
 }
 
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct err *e = NULL;
+	if (buf_read_file(path, 1 << 20, "test", ERR_IO, &text, &len, &e) < 0) {
+		err_free(e);
+		return NULL;
+	}
+	return text;
+}
+
+/* One writer for every temp + rename: the whole new file or the old one, the temporary file
+ * never left behind, never written through a symlink, a mkostemp template made unique. */
+TEST(write_atomic)
+{
+	char dir[] = "/tmp/krmpod-atomic-XXXXXX", path[64], tmp[64], link[64];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.f.new", dir);
+	struct err *e = NULL;
+	CHECK(fd_write_atomic(path, tmp, "one\n", 4, 0600, "a test file", &e) == 0);
+	CHECK(fd_write_atomic(path, tmp, "two\n", 4, 0640, "a test file", &e) == 0);
+	char *got = slurp(path);
+	CHECK(got && strcmp(got, "two\n") == 0);
+	free(got);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640);
+	CHECK(access(tmp, F_OK) < 0);
+	/* a template: a unique name, then the rename */
+	snprintf(tmp, sizeof(tmp), "%s/.f-XXXXXX", dir);
+	CHECK(fd_write_atomic(path, tmp, "three\n", 6, 0600, "a test file", &e) == 0);
+	got = slurp(path);
+	CHECK(got && strcmp(got, "three\n") == 0);
+	free(got);
+	CHECK(access(tmp, F_OK) < 0); /* the template itself was never created */
+	/* a rename that fails: the error names what and where, and no temporary file stays */
+	char into[96];
+	snprintf(into, sizeof(into), "%s/missing/f", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.g.new", dir);
+	CHECK(fd_write_atomic(into, tmp, "x", 1, 0600, "a test file", &e) == -1);
+	CHECK(e && e->code == ERR_IO && strstr(e->msg, "a test file") && strstr(e->msg, into));
+	err_free(e);
+	e = NULL;
+	CHECK(access(tmp, F_OK) < 0);
+	/* a temporary name that is a symlink (planted by someone else) is not followed */
+	snprintf(link, sizeof(link), "%s/victim", dir);
+	CHECK(symlink(link, tmp) == 0);
+	CHECK(fd_write_atomic(path, tmp, "evil", 4, 0600, "a test file", &e) == -1);
+	CHECK(access(link, F_OK) < 0);
+	err_free(e);
+	fd_remove_tree(dir, "test", NULL);
+}
+
 int main(void)
 {
+	RUN(write_atomic);
 	RUN(a_failed_call_carries_its_errno);
 	RUN(a_socket_file_that_exists_is_listening);
 	RUN(accepts_a_waiting_connection);
