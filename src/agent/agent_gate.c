@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/size_limits.h"
+#include "base/xalloc.h"
 #include "config/settings.h"
 
 _Static_assert(SETTINGS_NET_GATE_MIN_MS >= AGENT_GATE_MIN_MS,
@@ -222,9 +223,8 @@ int agent_gate_nameserver(const char *path, char *out, size_t size, struct err *
 
 bool agent_gate_passed(const char *workdir)
 {
-	char path[LIMIT_MOUNT_PATH], got[sizeof(AGENT_GATE_MARK)] = {0};
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", workdir, AGENT_LOCK_NAME) >= sizeof(path))
-		return false;
+	char got[sizeof(AGENT_GATE_MARK)] = {0};
+	cleanup_free char *path = xasprintf("%s/%s", workdir, AGENT_LOCK_NAME);
 	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	return fd >= 0 && pread(fd, got, sizeof(got) - 1, 0) == (ssize_t)sizeof(got) - 1 &&
 	       memcmp(got, AGENT_GATE_MARK, sizeof(got) - 1) == 0;
@@ -232,10 +232,7 @@ bool agent_gate_passed(const char *workdir)
 
 int agent_gate_mark(const char *workdir, struct err **err)
 {
-	char path[LIMIT_MOUNT_PATH];
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", workdir, AGENT_LOCK_NAME) >= sizeof(path))
-		return err_set(err, ERR_USAGE, "network gate: the work directory %s is too long",
-		               workdir);
+	cleanup_free char *path = xasprintf("%s/%s", workdir, AGENT_LOCK_NAME);
 	cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || pwrite(fd, AGENT_GATE_MARK, sizeof(AGENT_GATE_MARK) - 1, 0) !=
 	                      (ssize_t)sizeof(AGENT_GATE_MARK) - 1)

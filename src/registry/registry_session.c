@@ -58,12 +58,13 @@ static int need_credentials(const struct registry_session *s, const char *detail
 		        s->registry, s->o->auth_file, s->registry, s->repository, detail);
 	else
 		err_set(err, ERR_CONFIG,
-		        "the registry %s requires credentials: neither %s%s%zu pull Secret(s) the "
-		        "sidecar read (%s, ...) has a key of auths that matches %s/%s (%s)",
-		        s->registry, s->o->auth_file ? s->o->auth_file : "",
-		        s->o->auth_file ? " (KRMPOD_REGISTRY_AUTH) nor the " : "the ",
-		        s->o->n_auth_docs, s->o->auth_docs[0].what, s->registry, s->repository,
-		        detail);
+		        "the registry %s requires credentials: no key of auths matches %s/%s in "
+		        "%s%s"
+		        "%s%s (%s)",
+		        s->registry, s->registry, s->repository,
+		        s->o->auth_file ? s->o->auth_file : "", s->o->auth_file ? ", " : "",
+		        s->o->auth_docs[0].what,
+		        s->o->n_auth_docs > 1 ? " or the other pull Secrets" : "", detail);
 	if (err)
 		(*err)->http_status = 401;
 	return -1;

@@ -1080,6 +1080,14 @@ TEST(basic_auth)
 	reg_stop(&r);
 }
 
+/* The registry's credentials from a pull Secret the sidecar read, and its first 401. */
+static void use_doc(struct reg *r, const struct registry_auth_doc *doc)
+{
+	r->o.auth_docs = doc;
+	r->o.n_auth_docs = 1;
+	fake_http_answer(&r->f, "401 Unauthorized", BASIC_401, "");
+}
+
 TEST(credentials_missing_or_refused)
 {
 	/* No auth file: one request, then the error names the setting. */
@@ -1146,6 +1154,36 @@ TEST(credentials_missing_or_refused)
 	                 r.host, path, r.host);
 	CHECK_CONTAINS(e ? e->msg : NULL, want);
 	free(want);
+	reg_stop(&r);
+
+	/* A pull Secret read by the sidecar (fn_pull_auth.h) without an entry for it: named. */
+	reg_start(&r);
+	static const char other[] = "{\"auths\":{\"other.io\":{\"auth\":\"" AUTH_USER_PASS "\"}}}";
+	struct registry_auth_doc doc = {"pull Secret fns/pull", other, sizeof(other) - 1};
+	use_doc(&r, &doc);
+	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
+	want = xasprintf("the registry %s requires credentials: no key of auths matches "
+	                 "%s/fns/catalog in pull Secret fns/pull (",
+	                 r.host, r.host);
+	CHECK_CONTAINS(e ? e->msg : NULL, want);
+	free(want);
+	reg_stop(&r);
+
+	/* Its credentials refused: the Secret is named, not KRMPOD_REGISTRY_AUTH. */
+	reg_start(&r);
+	char *mine = xasprintf("{\"auths\":{\"%s\":{\"auth\":\"" AUTH_USER_PASS "\"}}}", r.host);
+	doc.json = mine;
+	doc.len = strlen(mine);
+	use_doc(&r, &doc);
+	fake_http_answer(&r.f, "401 Unauthorized", BASIC_401, "");
+	CHECK_INT(pull(&r, "fns/catalog:v1", &out, digest, &e), -1);
+	want = xasprintf("the registry %s refused the credentials for fns/catalog in pull Secret "
+	                 "fns/pull (auths.\"%s\")",
+	                 r.host, r.host);
+	CHECK_CONTAINS(e ? e->msg : NULL, want);
+	free(want);
+	free(mine);
+	CHECK_INT(fake_http_nreq(&r.f), 2);
 	reg_stop(&r);
 	buf_free(&out);
 	err_free(e);
