@@ -7,14 +7,26 @@
 
 extern char **environ;
 
-static const char *const vars[] = {
-        "KRMPOD_NAMESPACE",    "KRMPOD_START_TIMEOUT",      "KRMPOD_TIMEOUT",
-        "KRMPOD_CPU_REQUEST",  "KRMPOD_CPU_LIMIT",          "KRMPOD_MEMORY_REQUEST",
-        "KRMPOD_MEMORY_LIMIT", "KRMPOD_EXTRA_LABELS",       "KRMPOD_OWNER_POD",
-        "KRMPOD_OWNER_UID",    "KRMPOD_NETWORK_GATE",       "KRMPOD_NETWORK_GATE_DNS",
-        "KRMPOD_HELPER_IMAGE", "KRMPOD_IMAGE_PULL_SECRETS", "KRMPOD_MODE",
-        "KRMPOD_WARM_POOL",    "KRMPOD_SIGNATURE_POLICY",   "KRMPOD_ATTACH_UNVERIFIED",
-        "KRMPOD_MAX_STDERR"};
+static const char *const vars[] = {"KRMPOD_NAMESPACE",
+                                   "KRMPOD_START_TIMEOUT",
+                                   "KRMPOD_TIMEOUT",
+                                   "KRMPOD_CPU_REQUEST",
+                                   "KRMPOD_CPU_LIMIT",
+                                   "KRMPOD_MEMORY_REQUEST",
+                                   "KRMPOD_MEMORY_LIMIT",
+                                   "KRMPOD_EXTRA_LABELS",
+                                   "KRMPOD_OWNER_POD",
+                                   "KRMPOD_OWNER_UID",
+                                   "KRMPOD_NETWORK_GATE",
+                                   "KRMPOD_NETWORK_GATE_DNS",
+                                   "KRMPOD_LEASE_RENEW",
+                                   "KRMPOD_HELPER_IMAGE",
+                                   "KRMPOD_IMAGE_PULL_SECRETS",
+                                   "KRMPOD_MODE",
+                                   "KRMPOD_WARM_POOL",
+                                   "KRMPOD_SIGNATURE_POLICY",
+                                   "KRMPOD_ATTACH_UNVERIFIED",
+                                   "KRMPOD_MAX_STDERR"};
 
 static void clear_env(void)
 {
@@ -227,6 +239,24 @@ TEST(mode_defaults_to_auto)
 	clear_env();
 }
 
+/* KRMPOD_LEASE_RENEW: 20 s by default; shorter than a second is refused, named. */
+TEST(lease_renew)
+{
+	struct settings s;
+	struct err *e = NULL;
+	clear_env();
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_INT(s.lease_renew_ms, 20000);
+	settings_clear(&s);
+	setenv("KRMPOD_LEASE_RENEW", "2s", 1);
+	CHECK_INT(settings_load_env(&s, environ, &e), 0);
+	CHECK_INT(s.lease_renew_ms, 2000);
+	settings_clear(&s);
+	expect_error("KRMPOD_LEASE_RENEW", "500ms", "at least 1s");
+	expect_error("KRMPOD_LEASE_RENEW", "often", "not a duration");
+	clear_env();
+}
+
 /* KRMPOD_CLOCK_OFFSET (tests only): a signed duration. */
 TEST(clock_offset)
 {
@@ -335,6 +365,7 @@ int main(void)
 	RUN(mode_defaults_to_auto);
 	RUN(agent_net_gate);
 	RUN(clock_offset);
+	RUN(lease_renew);
 	RUN(quantities);
 	RUN(image_pull_secrets);
 	return check_summary();
