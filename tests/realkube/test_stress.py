@@ -7,6 +7,7 @@ direct run, or exits non-zero with that error; never exit 0 with other bytes. Th
 printed (docs/reliability.md)."""
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -14,6 +15,9 @@ from apps import MOUNT_DATA, fn_app, mount_app, tree
 from sidecar import direct_build
 
 RUNS = int(os.environ.get("KRMPOD_REALKUBE_STRESS", "0") or 0)
+# KRMPOD_REALKUBE_STRESS_JOBS=P renders P at once, as a repo-server renders several
+# Applications at once (Argo CD's parallelism); 1, the default, one after another.
+JOBS = max(1, int(os.environ.get("KRMPOD_REALKUBE_STRESS_JOBS", "1") or 1))
 
 
 BIG = "".join("line %06d of a file that spans several chunks\n" % i for i in range(4000))
@@ -52,8 +56,9 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path, mode, requ
         early = 1
     want = direct_build(app, tmp_path).stdout
     bad, exact, closed, reasons = [], 0, 0, {}
-    for i in range(RUNS):
-        r = install.sidecar.render(app, env)
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        results = pool.map(lambda _: install.sidecar.render(app, env), range(RUNS))
+    for i, r in enumerate(results):
         err = r.stderr.decode(errors="replace")
         stamps = len(STAMP.findall(err))
         if r.returncode == 0 and r.stdout == want and stamps == early:
@@ -72,9 +77,9 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path, mode, requ
                        % (i, r.returncode, len(r.stdout), len(want), stamps, early, got,
                           "\n".join(l for l in err.splitlines() if "pod spec" not in l)[-3000:]))
     print("\nrealkube stress, %s mode: %d renders of a %d-byte output with %d early stderr "
-          "line(s): %d complete, %d failed closed %s, %d violations (exit 0 with unproven "
-          "output, or output after a failure)" % (
-              mode, RUNS, len(want), early, exact, closed, reasons, len(bad)))
+          "line(s), %d at once: %d complete, %d failed closed %s, %d violations (exit 0 with "
+          "unproven output, or output after a failure)" % (
+              mode, RUNS, len(want), early, JOBS, exact, closed, reasons, len(bad)))
     assert not bad, "%d of %d renders wrong:\n%s" % (len(bad), RUNS, "\n".join(bad))
     if mode == "warm":  # the pool pods the renders left
         install.sidecar.sh(" ".join("%s='%s'" % kv for kv in sorted(env.items())) +
