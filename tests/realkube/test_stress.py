@@ -56,6 +56,7 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path, mode, requ
         early = 1
     want = direct_build(app, tmp_path).stdout
     bad, exact, closed, reasons = [], 0, 0, {}
+    install.sidecar.copy_runner()  # once, before renders at once could race to copy it
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
         results = pool.map(lambda _: install.sidecar.render(app, env), range(RUNS))
     for i, r in enumerate(results):
