@@ -58,11 +58,18 @@ int agent_trailer_parse(const char *tail, size_t len, size_t *trailer_len,
 
 /* What a call runs: the header line, one JSON object {"argv": [...], "env": ["K=V", ...]}
  * ended by '\n', at most LIMIT_CALL_HEADER bytes. argv has at least one non-empty string;
- * every env entry has a non-empty name without '='. */
+ * every env entry has a non-empty name without '='. Instead of argv, {"argv_pid1": true}:
+ * the command line of the container's PID 1, which the runtime started from the image's
+ * entrypoint and holds on its stdin (exec mode on the image's own entrypoint, for an image
+ * whose config krmpod cannot read; agent_pid1_argv). */
 struct agent_call_header {
-	char **argv; /* NULL-terminated */
-	char **env;  /* "K=V", NULL-terminated (may be empty) */
-	bool pooled; /* a warm-pool pod: later calls may be another Application's */
+	char **argv;    /* NULL-terminated */
+	char **env;     /* "K=V", NULL-terminated (may be empty) */
+	bool pooled;    /* a warm-pool pod: later calls may be another Application's */
+	bool argv_pid1; /* run what PID 1 runs, read by agent_call (agent_pid1_read) */
+	/* with argv_pid1, once read: PID 1's environment and working directory (else NULL) */
+	char **pid1_env;
+	char *pid1_cwd;
 };
 
 /* Parses a header (without its '\n'). Fails with ERR_USAGE naming what is wrong. */
@@ -73,6 +80,24 @@ void agent_call_header_clear(struct agent_call_header *h);
 /* Writes the header for argv and env (both NULL-terminated) into out, '\n' included. */
 struct buf;
 void agent_call_header_write(char *const *argv, char *const *env, bool pooled, struct buf *out);
+/* The same with "argv_pid1" instead of argv. */
+void agent_call_header_write_pid1(char *const *env, struct buf *out);
+
+/* What PID 1 of the container runs, read from proc_dir (/proc/1): its command line
+ * (cmdline, split at its NULs), its environment (environ) and its working directory (cwd),
+ * each at most LIMIT_PID1_CMDLINE bytes. While PID 1 is still the runtime's own init, before
+ * that execs the image's entrypoint (runc's "runc init"), it is read again every 10 ms, for
+ * `wait_ms` at most. Fails (ERR_POD) naming PID 1 and the file when one cannot be read (a
+ * process that made itself undumpable hides its environment), when the command line is
+ * empty (PID 1 ended), too long, or still the runtime's. */
+struct agent_pid1 {
+	char **argv; /* NULL-terminated, at least one */
+	char **env;  /* NULL-terminated "K=V" */
+	char *cwd;
+};
+int agent_pid1_read(const char *proc_dir, int wait_ms, struct agent_pid1 *out, struct err **err);
+void agent_pid1_clear(struct agent_pid1 *p);
+#define AGENT_PID1_WAIT_MS 2000
 
 /* A call session (agent_frame.h): calls one after another, each `SELF call WORKDIR` (self:
  * the krmpod binary, /proc/self/exe) as a

@@ -72,13 +72,26 @@ int agent_call_header_parse(const char *text, size_t len, struct agent_call_head
 		return err_set(err, ERR_USAGE, "call header: not a JSON object");
 	for (size_t i = 0; i < json_len(j); i++) {
 		const char *k = json_key_at(j, i);
-		if (strcmp(k, "argv") != 0 && strcmp(k, "env") != 0 && strcmp(k, "pooled") != 0)
+		if (strcmp(k, "argv") != 0 && strcmp(k, "env") != 0 && strcmp(k, "pooled") != 0 &&
+		    strcmp(k, "argv_pid1") != 0)
 			return err_set(err, ERR_USAGE, "call header: unknown field \"%s\"", k);
 	}
 	const struct json *pooled = json_get(j, "pooled");
 	if (pooled && !json_bool(pooled, &out->pooled))
 		return err_set(err, ERR_USAGE, "call header: \"pooled\" must be true or false");
-	out->argv = string_array(json_get(j, "argv"), "argv", true, false, err);
+	const struct json *pid1 = json_get(j, "argv_pid1");
+	if (pid1 && (!json_bool(pid1, &out->argv_pid1) || !out->argv_pid1))
+		return err_set(err, ERR_USAGE,
+		               "call header: \"argv_pid1\" must be true when given");
+	if (out->argv_pid1 && json_get(j, "argv"))
+		return err_set(err, ERR_USAGE,
+		               "call header: \"argv\" and \"argv_pid1\" exclude each other");
+	if (out->argv_pid1 && out->pooled)
+		return err_set(err, ERR_USAGE,
+		               "call header: \"argv_pid1\" is never pooled (PID 1 is one "
+		               "function's)");
+	out->argv = out->argv_pid1 ? xcalloc(1, sizeof(char *))
+	                           : string_array(json_get(j, "argv"), "argv", true, false, err);
 	if (out->argv == NULL)
 		return -1;
 	out->env = string_array(json_get(j, "env"), "env", false, true, err);
@@ -93,19 +106,25 @@ void agent_call_header_clear(struct agent_call_header *h)
 {
 	strv_free(h->argv);
 	strv_free(h->env);
+	strv_free(h->pid1_env);
+	free(h->pid1_cwd);
 	memset(h, 0, sizeof(*h));
 }
 
-void agent_call_header_write(char *const *argv, char *const *env, bool pooled, struct buf *out)
+static void header_write(char *const *argv, char *const *env, bool pooled, struct buf *out)
 {
 	struct jw w;
 	jw_init(&w, out);
 	jw_obj_begin(&w);
-	jw_key(&w, "argv");
-	jw_arr_begin(&w);
-	for (size_t i = 0; argv[i]; i++)
-		jw_str(&w, argv[i]);
-	jw_arr_end(&w);
+	if (argv) {
+		jw_key(&w, "argv");
+		jw_arr_begin(&w);
+		for (size_t i = 0; argv[i]; i++)
+			jw_str(&w, argv[i]);
+		jw_arr_end(&w);
+	} else {
+		jw_kv_bool(&w, "argv_pid1", true);
+	}
 	jw_key(&w, "env");
 	jw_arr_begin(&w);
 	for (size_t i = 0; env && env[i]; i++)
@@ -115,6 +134,110 @@ void agent_call_header_write(char *const *argv, char *const *env, bool pooled, s
 		jw_kv_bool(&w, "pooled", true);
 	jw_obj_end(&w);
 	buf_putc(out, '\n');
+}
+
+void agent_call_header_write(char *const *argv, char *const *env, bool pooled, struct buf *out)
+{
+	header_write(argv, env, pooled, out);
+}
+
+void agent_call_header_write_pid1(char *const *env, struct buf *out)
+{
+	header_write(NULL, env, false, out);
+}
+
+/* --- PID 1's command line ---------------------------------------------------------------- */
+
+/* runc's init, before it execs the container's process: argv "runc" "init" (a path to runc
+ * as argv[0] on some builds). */
+static bool runtime_init(const char *cmd, size_t n)
+{
+	const char *base = strrchr(cmd, '/');
+	base = base ? base + 1 : cmd;
+	size_t l0 = strlen(cmd) + 1;
+	return strcmp(base, "runc") == 0 && l0 < n && strcmp(cmd + l0, "init") == 0;
+}
+
+/* The NUL-ended strings of data[0..n) (the last one's NUL included in n), NULL-terminated. */
+static char **split_nuls(const char *data, size_t n)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i += strlen(data + i) + 1)
+		count++;
+	char **v = xcalloc(count + 1, sizeof(char *));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i += strlen(data + i) + 1)
+		v[k++] = xstrdup(data + i);
+	return v;
+}
+
+static int read_pid1_file(const char *proc_dir, const char *name, char **out, size_t *n,
+                          struct err **err)
+{
+	cleanup_free char *path = xasprintf("%s/%s", proc_dir, name);
+	if (buf_read_file(path, LIMIT_PID1_CMDLINE, "a file of the function's process", ERR_POD,
+	                  out, n, err) < 0)
+		return err_wrap(err, "the function's process (PID 1 of its container)");
+	return 0;
+}
+
+void agent_pid1_clear(struct agent_pid1 *p)
+{
+	strv_free(p->argv);
+	strv_free(p->env);
+	free(p->cwd);
+	memset(p, 0, sizeof(*p));
+}
+
+int agent_pid1_read(const char *proc_dir, int wait_ms, struct agent_pid1 *out, struct err **err)
+{
+	memset(out, 0, sizeof(*out));
+	int64_t until = now_ms() + wait_ms;
+	cleanup_free char *cmd = NULL;
+	size_t n = 0;
+	for (;;) {
+		free(cmd);
+		cmd = NULL;
+		if (read_pid1_file(proc_dir, "cmdline", &cmd, &n, err) < 0)
+			return -1;
+		if (n == 0 || cmd[0] == '\0')
+			return err_set(
+			        err, ERR_POD,
+			        "the function's process (PID 1 of its container) has no "
+			        "command line (%s/cmdline is empty): it has ended; a function "
+			        "run on its image's own entrypoint must wait for its stdin",
+			        proc_dir);
+		if (!runtime_init(cmd, n))
+			break;
+		if (now_ms() >= until)
+			return err_set(
+			        err, ERR_POD,
+			        "the function's process (PID 1 of its container) is still the "
+			        "runtime's init after %d ms (%s/cmdline)",
+			        wait_ms, proc_dir);
+		sleep_ms(10, NULL);
+	}
+	/* the kernel ends each argument with a NUL; a process that rewrote its own may not */
+	if (cmd[n - 1] != '\0')
+		n++;
+	cleanup_free char *env = NULL;
+	size_t en = 0;
+	if (read_pid1_file(proc_dir, "environ", &env, &en, err) < 0)
+		return -1;
+	cleanup_free char *link = xasprintf("%s/cwd", proc_dir);
+	char cwd[PATH_MAX];
+	ssize_t cl = readlink(link, cwd, sizeof(cwd) - 1);
+	if (cl < 0)
+		return err_set_sys(err, ERR_POD, errno,
+		                   "the function's process (PID 1 of its container): cannot read "
+		                   "its working directory %s",
+		                   link);
+	cwd[cl] = '\0';
+	out->argv = split_nuls(cmd, n);
+	out->env = en > 0 ? split_nuls(env, env[en - 1] == '\0' ? en : en + 1)
+	                  : xcalloc(1, sizeof(char *));
+	out->cwd = xstrdup(cwd);
+	return 0;
 }
 
 int agent_trailer_parse(const char *tail, size_t len, size_t *trailer_len,
@@ -301,6 +424,20 @@ static void exec_function(const struct agent_call_header *h, const char *home, i
 	signal(SIGPIPE, SIG_DFL);
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
 		_exit(126);
+	/* On the image's own entrypoint: PID 1's environment and working directory, as its
+	 * entrypoint left them (a wrapper that exported and changed directory before its exec). */
+	if (h->pid1_env) {
+		clearenv();
+		for (size_t i = 0; h->pid1_env[i]; i++)
+			putenv(h->pid1_env[i]);
+		if (chdir(h->pid1_cwd) < 0) {
+			dprintf(2,
+			        "krmpod call: cannot enter %s, the working directory of PID 1: "
+			        "%s\n",
+			        h->pid1_cwd, strerror(errno));
+			_exit(126);
+		}
+	}
 	/* the container's own PATH, before the function config's env may change it */
 	const char *own = getenv("PATH");
 	char *path = own ? strdup(own) : NULL;
@@ -503,6 +640,17 @@ int agent_call(const char *workdir, int in_fd, int out_fd, int err_fd, int *exit
 	struct agent_call_header h;
 	if (agent_call_header_parse(line.data ? line.data : "", line.len, &h, err) < 0)
 		return -1;
+	if (h.argv_pid1) {
+		struct agent_pid1 pid1;
+		if (agent_pid1_read("/proc/1", AGENT_PID1_WAIT_MS, &pid1, err) < 0) {
+			agent_call_header_clear(&h);
+			return -1;
+		}
+		strv_free(h.argv);
+		h.argv = pid1.argv; /* the header owns what was read from here on */
+		h.pid1_env = pid1.env;
+		h.pid1_cwd = pid1.cwd;
+	}
 	cleanup_close int wfd = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cleanup_close int lock = -1;
 	int rc = 0;

@@ -28,6 +28,11 @@
 
 /* The header line of an exec-mode call (agent.h): the function's argv and env. */
 #define LIMIT_CALL_HEADER (256u << 10)
+/* The command line of an exec-mode pod's PID 1 that a call runs (agent_pid1_argv). */
+#define LIMIT_PID1_CMDLINE (128u << 10)
+/* What the function's own process (PID 1, on its image's entrypoint) may write before its
+ * call and still be checked against the call's stderr (fn_exec.c); more fails the call. */
+#define LIMIT_PID1_LOG (1u << 20)
 /* The largest frame of a call session (agent_frame.h); senders cut at LIMIT_STDIN_CHUNK. */
 #define LIMIT_SESSION_FRAME (1u << 20)
 

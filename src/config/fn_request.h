@@ -53,6 +53,11 @@ struct fn_request {
 	/* Exec mode (KRMPOD_MODE=exec, fn_image.h): what `krmpod call` runs in the pod, the
 	 * image's entrypoint and its cmd (or args), NULL-terminated; NULL in attach mode. */
 	char **exec_argv;
+	/* Exec mode on the image's own entrypoint (fn_image.h), for an image whose config
+	 * cannot be read: exec_argv is empty (not NULL), the pod's function container runs the
+	 * image's entrypoint with the request's args and env, held on its stdin, and the call
+	 * runs PID 1's command line (agent.h, "argv_pid1"). Never pooled. */
+	bool exec_pid1;
 	/* The warm pool takes this function (fn_pool.h): set with exec_argv when the pool is on
 	 * and the image is one it may keep. */
 	bool pooled;

@@ -20,9 +20,14 @@
 #include "base/xalloc.h"
 #include "pod/pod_agent.h"
 
-/* The call header: argv and the request's environment (-e). */
+/* The call header: argv and the request's environment (-e); on the image's own entrypoint,
+ * PID 1's command line, the env being in the pod spec already. */
 static void write_header(const struct fn_request *req, struct buf *out)
 {
+	if (req->exec_pid1) {
+		agent_call_header_write_pid1(NULL, out);
+		return;
+	}
 	char **env = xcalloc(req->n_env + 1, sizeof(char *));
 	for (size_t i = 0; i < req->n_env; i++)
 		env[i] = xasprintf("%s=%s", req->env[i].name, req->env[i].value);
@@ -41,11 +46,17 @@ struct err_tail {
 	char held[2 * AGENT_TRAILER_MAX];
 	size_t n;
 	unsigned long long passed; /* bytes written through */
+	unsigned long long fn_err; /* once the trailer checked: the function's stderr bytes */
+	struct buf *head;          /* if not NULL: the first bytes that arrived (its limit) */
 };
 
 static int tail_sink(void *ud, const char *data, size_t len, struct err **err)
 {
 	struct err_tail *t = ud;
+	if (t->head && t->head->len < t->head->limit) {
+		size_t take = t->head->limit - t->head->len;
+		buf_append(t->head, data, take < len ? take : len, "stderr", NULL);
+	}
 	while (len > 0) {
 		bytes_fill(t->held, &t->n, sizeof(t->held), &data, &len);
 		if (t->n > AGENT_TRAILER_MAX) { /* keep the last AGENT_TRAILER_MAX bytes */
@@ -72,8 +83,10 @@ static int check_trailer(struct fn_pod *p, struct err_tail *t, const struct kube
 	size_t before = ok ? t->n - tlen : t->n;
 	if (fd_write_all(t->fd, t->held, before, "stderr", err) < 0)
 		return -1;
-	if (ok && out == res->bytes_out && errb == t->passed + before)
+	if (ok && out == res->bytes_out && errb == t->passed + before) {
+		t->fn_err = errb;
 		return 0;
+	}
 	if (!ok && res->got_status && !res->status_success && res->exit_code == 137)
 		return err_set(
 		        err, ERR_POD,
@@ -378,14 +391,63 @@ static int call_result(struct fn_pod *p, struct err_tail *tail, struct kube_stre
 	return rc;
 }
 
+/* On the image's own entrypoint: the call ran PID 1's command line, environment and
+ * working directory, which are what the entrypoint became when the call began. Whatever PID
+ * 1 wrote before (its pod log: it waits on its stdin and writes nothing after) must then be
+ * what the call's run wrote first on stderr: the same program, started the same way. An
+ * entrypoint that wrote something and then exec'd another program (a shell wrapper's `echo;
+ * exec`) did not run again in the call, and what it wrote is not in the render: the call
+ * fails, naming what would give krmpod the entrypoint itself. */
+static int check_pid1_log(struct fn_pod *p, const struct err_tail *t, struct err **err)
+{
+	const struct fn_request *req = fn_pod_request(p);
+	cleanup_buf struct buf log;
+	buf_init(&log, 0);
+	size_t total = 0;
+	if (fn_pod_read_log(p, LIMIT_PID1_LOG + 1, LIMIT_PID1_LOG + 1, &log, &total, err) < 0)
+		return err_wrap(err, "function %s: pod %s/%s: the log of its own process",
+		                req->image, fn_pod_namespace(p), fn_pod_name(p));
+	size_t have = t->head->len < t->fn_err ? t->head->len : (size_t)t->fn_err;
+	log_debug("pod %s: its own process wrote %zu bytes before the call; the call's stderr "
+	          "began with %zu",
+	          fn_pod_name(p), total, have);
+	if (total <= LIMIT_PID1_LOG && log.len <= have &&
+	    (log.len == 0 || memcmp(log.data, t->head->data, log.len) == 0))
+		return 0;
+	return err_set(err, ERR_POD,
+	               "function %s: pod %s/%s: the function's own process (PID 1, started from "
+	               "its image's entrypoint) wrote %zu bytes%s before krmpod's call that the "
+	               "call's run did not write first on its stderr (an entrypoint that wrote "
+	               "them and then ran another program, or output that differs from run to "
+	               "run), so the output cannot be proven complete: record the image's "
+	               "entrypoint in an admin catalog (docs/catalogs.md, \"Recorded "
+	               "entrypoint\") or give the sidecar read access to its registry "
+	               "(KRMPOD_REGISTRY_AUTH, KRMPOD_REGISTRY_MIRRORS)",
+	               req->image, fn_pod_namespace(p), fn_pod_name(p), total,
+	               total > LIMIT_PID1_LOG ? " (more than can be checked)" : "");
+}
+
+/* call_result, then the check of PID 1's log on the image's own entrypoint. */
+static int call_result_checked(struct fn_pod *p, struct err_tail *tail,
+                               struct kube_stream_result *res, int *exit_code, struct err **err)
+{
+	int rc = call_result(p, tail, res, exit_code, err);
+	if (rc == 0 && tail->head && check_pid1_log(p, tail, err) < 0)
+		return -1;
+	return rc;
+}
+
 int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struct err **err)
 {
 	const struct fn_request *req = fn_pod_request(p);
 	cleanup_buf struct buf header;
 	buf_init(&header, 0);
 	write_header(req, &header);
+	cleanup_buf struct buf head;
+	buf_init(&head, LIMIT_PID1_LOG);
+	struct buf *headp = req->exec_pid1 ? &head : NULL;
 	if (fn_pod_session(p)) {
-		struct err_tail tail = {.fd = io->err_fd};
+		struct err_tail tail = {.fd = io->err_fd, .head = headp};
 		struct kube_stream_result res = {.exit_code = -1};
 		int rc = session_call(p, io, &header, &tail, &res, err);
 		if (rc != 1) {
@@ -394,12 +456,12 @@ int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struc
 				fd_write_all(io->err_fd, tail.held, tail.n, "stderr", NULL);
 				return -1;
 			}
-			return call_result(p, &tail, &res, exit_code, err);
+			return call_result_checked(p, &tail, &res, exit_code, err);
 		}
 	}
 	/* Without -i the function's stdin is empty, as with docker: the header, then EOF. */
 	cleanup_close int null_fd = req->want_stdin ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	struct err_tail tail = {.fd = io->err_fd};
+	struct err_tail tail = {.fd = io->err_fd, .head = headp};
 	struct kube_stream_opts o = {
 	        .in_fd = req->want_stdin ? io->in_fd : null_fd,
 	        .in_prefix = header.data,
@@ -430,7 +492,7 @@ int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struc
 		fd_write_all(io->err_fd, tail.held, tail.n, "stderr", NULL);
 		rc = fn_output_stream_failed(p, err);
 	} else {
-		rc = call_result(p, &tail, &res, exit_code, err);
+		rc = call_result_checked(p, &tail, &res, exit_code, err);
 	}
 	kube_stream_result_clear(&res);
 	return rc;

@@ -119,6 +119,21 @@ static int from_record(const struct settings *s, struct fn_request *req,
 	return 0;
 }
 
+/* Exec mode on the image's own entrypoint (the config cannot be read and no catalog records
+ * it: why): the runtime starts the entrypoint, and the call runs its command line. */
+static int from_pid1(const struct settings *s, struct fn_request *req, const char *why, bool first)
+{
+	req->exec_argv = xcalloc(1, sizeof(char *));
+	req->exec_pid1 = true;
+	log_msg(first ? LOG_INFO : LOG_DEBUG,
+	        "%s runs in exec mode (KRMPOD_MODE=%s) on its image's own entrypoint: its image "
+	        "config %s, so the function's process, started by the container runtime and "
+	        "held on its stdin, tells krmpod its command line (a catalog entry that records "
+	        "the entrypoint saves that process)",
+	        req->image, mode_name(s->mode), why);
+	return 0;
+}
+
 /* Exec mode from the image config c, which must agree with rec when there is one. */
 static int from_config(const struct settings *s, struct fn_request *req,
                        const struct registry_image_config *c, const struct policy_image *rec,
@@ -184,10 +199,9 @@ static int resolve(const struct settings *s, struct kube_config *cfg, struct fn_
 	if (s->mode == FN_MODE_AUTO && recent_fallback(s, req->image)) {
 		if (rec)
 			return from_record(s, req, rec, "could not be read in the last 300 s");
-		log_debug("%s runs in attach mode: its image config could not be read in the last "
-		          "%d s",
-		          req->image, FN_IMAGE_TAG_TTL_MS / 1000);
-		return 0;
+		cleanup_free char *why =
+		        xasprintf("could not be read in the last %d s", FN_IMAGE_TAG_TTL_MS / 1000);
+		return from_pid1(s, req, why, false);
 	}
 	struct registry_opts o;
 	registry_opts_init(&o, s, cancel, deadline_ms);
@@ -215,9 +229,8 @@ static int resolve(const struct settings *s, struct kube_config *cfg, struct fn_
 		cleanup_free char *why = xasprintf("cannot be read (%s)", e->msg);
 		return from_record(s, req, rec, why);
 	}
-	log_msg(first ? LOG_INFO : LOG_DEBUG,
-	        "%s runs in attach mode: its image config cannot be read (%s)", req->image, e->msg);
-	return 0;
+	cleanup_free char *why = xasprintf("cannot be read (%s)", e->msg);
+	return from_pid1(s, req, why, first);
 }
 
 int fn_image_resolve(const struct settings *s, struct kube_config *cfg, struct fn_request *req,

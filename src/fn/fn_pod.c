@@ -374,11 +374,20 @@ int fn_pod_init_cannot_start(const struct fn_pod *p, const struct pod_state *st,
 }
 
 /* An exec-mode pod whose function container ended before any call: `krmpod hold` could not
- * run (the installer container failed, its message says why) or was killed. */
+ * run (the installer container failed, its message says why) or was killed; on the image's
+ * own entrypoint, the function did not wait for its stdin. */
 static int exec_pod_ended(struct fn_pod *p, const struct pod_state *st, struct err **err)
 {
 	char why[512] = "";
-	if (strcmp(st->init_name, POD_AGENT_CONTAINER_NAME) == 0)
+	if (p->req->exec_pid1)
+		snprintf(
+		        why, sizeof(why),
+		        "; it ran on its image's own entrypoint (its image config cannot be read), "
+		        "which must wait for its stdin: record the entrypoint in an admin catalog "
+		        "(docs/catalogs.md), give the sidecar read access to its registry "
+		        "(KRMPOD_REGISTRY_AUTH, KRMPOD_REGISTRY_MIRRORS), or run it with "
+		        "KRMPOD_MODE=attach");
+	else if (strcmp(st->init_name, POD_AGENT_CONTAINER_NAME) == 0)
 		snprintf(
 		        why, sizeof(why),
 		        "; the installer container %s failed (%s): its image is "

@@ -26,7 +26,7 @@
 
 bool fn_pool_takes(const struct settings *s, const struct fn_request *req)
 {
-	if (!s->warm_pool || req->exec_argv == NULL || req->n_mounts > 0)
+	if (!s->warm_pool || req->exec_argv == NULL || req->exec_pid1 || req->n_mounts > 0)
 		return false;
 	for (size_t i = 0; i < s->n_pool_images; i++)
 		if (policy_pattern_match(s->pool_images[i], req->image))

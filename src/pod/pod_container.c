@@ -8,6 +8,13 @@ void pod_container_write_attach_fields(struct jw *w, bool stdin_)
 	jw_kv_bool(w, "tty", false);
 }
 
+void pod_container_write_held_stdin(struct jw *w)
+{
+	jw_kv_bool(w, "stdin", true);
+	jw_kv_bool(w, "stdinOnce", false);
+	jw_kv_bool(w, "tty", false);
+}
+
 void pod_container_write_security_context(struct jw *w, bool read_only_root)
 {
 	jw_key(w, "securityContext");

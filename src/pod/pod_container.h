@@ -17,6 +17,9 @@ void pod_container_write_security_context(struct jw *w, bool read_only_root);
  * ends); without, neither: the process's stdin is empty (/dev/null), like `docker run`
  * without -i, and the attach asks only for stdout and stderr. */
 void pod_container_write_attach_fields(struct jw *w, bool stdin_);
+/* stdin open and never closed by an attach's end (stdinOnce false), no tty: the container's
+ * process waits on it (exec mode on the image's own entrypoint, pod_spec.c). */
+void pod_container_write_held_stdin(struct jw *w);
 
 /* Writes "resources" for krmpod's own init containers: they only copy bytes (10m/16Mi
  * requested, 500m/64Mi at most). */

@@ -288,7 +288,10 @@ static void write_gate_target_env(struct jw *w, const struct fn_request *req,
 	}
 }
 
-/* Attach mode: the image's entrypoint with the request's args, stdin and env. */
+/* Attach mode: the image's entrypoint with the request's args, stdin and env. Exec mode on
+ * the image's own entrypoint (req->exec_pid1): the same, but stdin is held open with no
+ * attach ever (stdinOnce false: an attach that ends must not close it), so that the process
+ * waits there while krmpod's calls run its command line. */
 static void write_args_and_env(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	if (req->n_args) {
@@ -300,7 +303,10 @@ static void write_args_and_env(struct jw *w, const struct fn_request *req, const
 	}
 	/* docker run without -i: the process gets an empty stdin (/dev/null), as with docker;
 	 * a container that asks for stdin would wait for an attach that never sends it. */
-	pod_container_write_attach_fields(w, req->want_stdin);
+	if (req->exec_pid1)
+		pod_container_write_held_stdin(w);
+	else
+		pod_container_write_attach_fields(w, req->want_stdin);
 	jw_key(w, "env");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < req->n_env; i++) {
@@ -341,11 +347,12 @@ static void write_gate_init_container(struct jw *w, const struct fn_request *req
 	jw_obj_end(w);
 }
 
-/* krmpod's init containers: the network gate's (attach mode), then the mounts'. */
+/* krmpod's init containers: the network gate's (attach mode, and exec mode on the image's
+ * own entrypoint, which starts with the container), then the mounts'. */
 static void write_init_containers(struct jw *w, const struct fn_request *req,
                                   const struct settings *s)
 {
-	bool gate = s->net_gate_ms > 0 && !req->exec_argv;
+	bool gate = s->net_gate_ms > 0 && (!req->exec_argv || req->exec_pid1);
 	if (!gate && !pod_mounts_need_helper(req))
 		return;
 	jw_key(w, "initContainers");
@@ -383,7 +390,7 @@ static void write_container(struct jw *w, const struct fn_request *req, const st
 	const char *pp = pull_policy(req->pull);
 	if (pp)
 		jw_kv_str(w, "imagePullPolicy", pp);
-	if (req->exec_argv) {
+	if (req->exec_argv && !req->exec_pid1) {
 		/* Exec mode: the container holds; argv, env and stdin come with each call. */
 		pod_agent_write_command(w);
 		pod_container_write_attach_fields(w, false);

@@ -1,6 +1,7 @@
 """KRMPOD_MODE=auto, krmpod's default (docs/internals/exec-mode.md): a function runs in exec
-mode when its image config can be read from its registry (and KRMPOD_HELPER_IMAGE is set),
-else in attach mode. What was chosen is said once per image at info level; an image whose
+mode when its image config can be read from its registry (and KRMPOD_HELPER_IMAGE is set);
+when it cannot, in exec mode on the image's own entrypoint (its process, held on stdin, gives
+the command line the call runs); without KRMPOD_HELPER_IMAGE, in attach mode. What was chosen is said once per image at info level; an image whose
 config cannot be read is not asked for again for FN_IMAGE_TAG_TTL_MS. The registry is
 registrylib.FixtureRegistry serving kubesim's fixtures under example.com (conftest)."""
 import json
@@ -9,7 +10,8 @@ import os
 from conftest import IMAGES, KUSTOMIZE_RUN, base_env, exec_settings, no_sanitizer_reports, run_shim
 
 CHOSE_EXEC = "runs in exec mode (KRMPOD_MODE=auto)"
-CHOSE_ATTACH = "runs in attach mode: its image config cannot be read"
+CHOSE_PID1 = "runs in exec mode (KRMPOD_MODE=auto) on its image's own entrypoint: its image " \
+    "config cannot be read"
 
 
 def auto_env(kubesim, tmp_path, **extra):
@@ -46,9 +48,10 @@ def test_default_is_auto_and_takes_exec_mode_when_the_config_is_readable(kubesim
     assert CHOSE_EXEC not in r.stderr.decode(), r.stderr.decode()
 
 
-def test_auto_falls_back_to_attach_once_and_asks_the_registry_once(kubesim, tmp_path):
-    """An image the registry does not have (its config cannot be read): attach mode, said
-    once; the next call does not ask the registry again."""
+def test_auto_falls_back_to_the_images_own_entrypoint_once_and_asks_the_registry_once(
+        kubesim, tmp_path):
+    """An image the registry does not have (its config cannot be read): exec mode on its own
+    entrypoint, said once; the next call does not ask the registry again."""
     env = auto_env(kubesim, tmp_path)
     reg = registry()
     image = "example.com/elsewhere/cat-missing:v1"  # no fixture named cat-missing: 404
@@ -57,19 +60,19 @@ def test_auto_falls_back_to_attach_once_and_asks_the_registry_once(kubesim, tmp_
     r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"x", env=env)
     err = r.stderr.decode()
     # the pod cannot start (kubesim has no such executable either), but the choice came first
-    assert "%s %s" % (image, CHOSE_ATTACH) in err, err
+    assert "%s %s" % (image, CHOSE_PID1) in err, err
     assert len(reg.requests) > calls, "the registry was not asked"
-    assert "exec" not in streams(kubesim, before)
+    assert "exec" not in streams(kubesim, before)  # the pod never started
     calls = len(reg.requests)
     r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"x", env=dict(env, KRMPOD_LOG_LEVEL="debug"))
     err = r.stderr.decode()
     assert len(reg.requests) == calls, reg.requests[calls:]
     assert "could not be read in the last 300 s" in err, err
-    assert CHOSE_ATTACH not in err, err
+    assert CHOSE_PID1 not in err, err
     # other registry settings (credentials, mirrors, CA) ask again
     r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"x",
                  env=dict(env, KRMPOD_REGISTRY_MIRRORS=env["KRMPOD_REGISTRY_MIRRORS"] + ",x.io=y"))
-    assert len(reg.requests) > calls and CHOSE_ATTACH in r.stderr.decode(), r.stderr.decode()
+    assert len(reg.requests) > calls and CHOSE_PID1 in r.stderr.decode(), r.stderr.decode()
 
 
 def test_auto_without_a_helper_image_runs_attach_mode(kubesim, tmp_path):
@@ -120,15 +123,16 @@ def recording_catalog(tmp_path, image, entrypoint, cmd=None):
 
 def test_a_recorded_entrypoint_gives_exec_mode_when_the_config_cannot_be_read(kubesim, tmp_path):
     """The registry unreachable (a mirror that refuses): without a record the function runs in
-    attach mode; with the admin catalog's record, in exec mode, said once with the catalog."""
+    exec mode on its image's own entrypoint; with the admin catalog's record, in exec mode
+    with that entrypoint (no process of the image's own), said once with the catalog."""
     image = "example.com/fns/cat:v1"
     unreachable = dict(KRMPOD_REGISTRY_MIRRORS="example.com=127.0.0.1:1")
     env = auto_env(kubesim, tmp_path, **unreachable)
     before = len(kubesim.requests())
     r = run_shim(kubesim, KUSTOMIZE_RUN + [image], stdin=b"a: 1\n", env=env)
     assert r.returncode == 0 and r.stdout == b"a: 1\n", r.stderr.decode()
-    assert CHOSE_ATTACH in r.stderr.decode(), r.stderr.decode()
-    assert streams(kubesim, before) == ["attach"]
+    assert CHOSE_PID1 in r.stderr.decode(), r.stderr.decode()
+    assert streams(kubesim, before) == ["exec"]
     catalog = recording_catalog(tmp_path, image, [os.path.join(IMAGES, "cat")])
     env = auto_env(kubesim, tmp_path, KRMPOD_CACHE_DIR=str(tmp_path / "cache2"),
                    KRMPOD_DEFAULT_CATALOGS=catalog, **unreachable)

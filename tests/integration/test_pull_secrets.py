@@ -2,8 +2,8 @@
 registry that wants credentials (htpasswd, over TLS) and that KRMPOD_REGISTRY_AUTH does not
 cover: where the sidecar may read the pods' pull Secret (KRMPOD_IMAGE_PULL_SECRETS), krmpod
 reads the image config with it and runs the function in exec mode; where it may not (the
-shipped Role's token, without `secrets get`), the function runs in attach mode and the log
-says what would give exec mode. fn_pull_auth.h."""
+shipped Role's token, without `secrets get`), the function runs in exec mode on its image's
+own entrypoint and the log says what would give krmpod the entrypoint. fn_pull_auth.h."""
 import base64
 import json
 import os
@@ -68,10 +68,11 @@ def test_a_readable_pull_secret_gives_exec_mode(kubesim, tmp_path, registry):
     assert USERS["fnuser"] not in err and "s3cret-pass" not in err
 
 
-def test_an_unreadable_pull_secret_leaves_attach_mode_and_says_why(kubesim, tmp_path,
-                                                                    registry):
+def test_an_unreadable_pull_secret_leaves_the_images_own_entrypoint_and_says_why(
+        kubesim, tmp_path, registry):
     """The shipped Role's token (pods, no `secrets get`): the image config cannot be read,
-    the function runs in attach mode, and the log says what would give exec mode."""
+    the function runs in exec mode on its image's own entrypoint, and the log says what
+    would give krmpod the entrypoint."""
     reg, pki = registry
     pull_secret(kubesim, "fn-pull", reg.host)
     token = open(kubesim.state + "/token-krmpod").read().strip()
@@ -82,9 +83,11 @@ def test_an_unreadable_pull_secret_leaves_attach_mode_and_says_why(kubesim, tmp_
     err = r.stderr.decode()
     assert r.returncode == 0, err
     assert "pull Secret default/fn-pull: not read (the Role grants no `get` on it)" in err, err
-    assert "runs in attach mode: its image config cannot be read" in err, err
+    assert "runs in exec mode (KRMPOD_MODE=exec) on its image's own entrypoint: its image " \
+           "config cannot be read" in err, err
     assert "the registry %s requires credentials: set KRMPOD_REGISTRY_AUTH to a " \
            "dockerconfigjson that has them, or let the sidecar read the function pods' pull " \
            "Secret" % reg.host in err, err
-    specs = [l for l in err.splitlines() if "pod spec: " in l]
-    assert specs and not any('"name":"krmpod"' in l for l in specs), specs
+    specs = [json.loads(l.split("pod spec: ", 1)[1]) for l in err.splitlines() if "pod spec: " in l]
+    fns = [c for p in specs for c in p["spec"]["containers"] if c["name"] == "fn"]
+    assert fns and all("command" not in c and c["stdin"] and not c["stdinOnce"] for c in fns), specs

@@ -19,6 +19,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fdio.h"
+#include "base/size_limits.h"
 #include "check.h"
 
 static int parse(const char *text, struct agent_call_header *h, char *why, size_t size)
@@ -67,6 +68,10 @@ TEST(header_errors)
 	        {"{\"argv\":[\"x\"],\"env\":[\"=v\"]}", "env[0] must be a string NAME=VALUE"},
 	        {"{\"argv\":[\"x\"],\"env\":\"A=1\"}", "\"env\" must be an array"},
 	        {"{\"argv\":[\"x\"],\"cwd\":\"/\"}", "unknown field \"cwd\""},
+	        {"{\"argv_pid1\":false}", "\"argv_pid1\" must be true when given"},
+	        {"{\"argv_pid1\":1}", "\"argv_pid1\" must be true when given"},
+	        {"{\"argv_pid1\":true,\"argv\":[\"x\"]}", "exclude each other"},
+	        {"{\"argv_pid1\":true,\"pooled\":true}", "is never pooled"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct agent_call_header h;
@@ -74,6 +79,130 @@ TEST(header_errors)
 		CHECK_INT(parse(bad[i].text, &h, why, sizeof(why)), -1);
 		CHECK_CONTAINS(why, bad[i].why);
 	}
+}
+
+TEST(header_argv_pid1)
+{
+	char *env[] = {"K=V", NULL};
+	struct buf b;
+	buf_init(&b, 0);
+	agent_call_header_write_pid1(env, &b);
+	struct agent_call_header h;
+	struct err *e = NULL;
+	CHECK_INT(agent_call_header_parse(b.data, b.len - 1, &h, &e), 0);
+	CHECK(h.argv_pid1 && h.argv != NULL && h.argv[0] == NULL);
+	CHECK_STR(h.env[0], "K=V");
+	agent_call_header_clear(&h);
+	buf_free(&b);
+}
+
+/* Writes n bytes to DIR/NAME, whole (a reader never sees half of it). */
+static int put(const char *dir, const char *name, const char *data, size_t n)
+{
+	char path[512], tmp[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-XXXXXX", dir);
+	return fd_write_atomic(path, tmp, data, n, 0644, name, NULL);
+}
+
+/* A directory standing in for /proc/1: cmdline, environ (n bytes each; NULL: none) and a
+ * cwd link. */
+static void fake_proc(const char *dir, const char *cmd, size_t n_cmd, const char *env, size_t n_env,
+                      const char *cwd)
+{
+	char path[512];
+	CHECK_INT(put(dir, "cmdline", cmd, n_cmd), 0);
+	snprintf(path, sizeof(path), "%s/environ", dir);
+	if (env)
+		CHECK_INT(put(dir, "environ", env, n_env), 0);
+	else
+		unlink(path);
+	snprintf(path, sizeof(path), "%s/cwd", dir);
+	unlink(path);
+	CHECK_INT(symlink(cwd, path), 0);
+}
+
+static int read_pid1(const char *dir, int wait_ms, struct agent_pid1 *p, char *why, size_t size)
+{
+	struct err *e = NULL;
+	int rc = agent_pid1_read(dir, wait_ms, p, &e);
+	snprintf(why, size, "%.600s", e ? e->msg : "");
+	err_free(e);
+	return rc;
+}
+
+TEST(pid1_command_line_environment_and_directory)
+{
+	char dir[] = "/tmp/krmpod-pid1-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char why[640];
+	struct agent_pid1 p;
+	/* argv as the kernel writes it, an empty argument kept; the environment as is */
+	static const char cmd[] = "/usr/bin/python3\0/fn\0\0--flag=a b\0";
+	static const char env[] = "PATH=/usr/bin\0SAY=hi there\0";
+	fake_proc(dir, cmd, sizeof(cmd) - 1, env, sizeof(env) - 1, "/work dir");
+	CHECK_INT(read_pid1(dir, 0, &p, why, sizeof(why)), 0);
+	CHECK_STR(p.argv[0], "/usr/bin/python3");
+	CHECK_STR(p.argv[1], "/fn");
+	CHECK_STR(p.argv[2], "");
+	CHECK_STR(p.argv[3], "--flag=a b");
+	CHECK(p.argv[4] == NULL);
+	CHECK_STR(p.env[0], "PATH=/usr/bin");
+	CHECK_STR(p.env[1], "SAY=hi there");
+	CHECK(p.env[2] == NULL);
+	CHECK_STR(p.cwd, "/work dir");
+	agent_pid1_clear(&p);
+	/* a process that rewrote its argv without the last NUL; an empty environment */
+	fake_proc(dir, "fn\0x", 4, "", 0, "/");
+	CHECK_INT(read_pid1(dir, 0, &p, why, sizeof(why)), 0);
+	CHECK_STR(p.argv[0], "fn");
+	CHECK_STR(p.argv[1], "x");
+	CHECK(p.argv[2] == NULL && p.env[0] == NULL);
+	agent_pid1_clear(&p);
+	/* ended (a zombie's command line is empty) */
+	fake_proc(dir, "", 0, "", 0, "/");
+	CHECK_INT(read_pid1(dir, 0, &p, why, sizeof(why)), -1);
+	CHECK_CONTAINS(why, "has no command line");
+	CHECK_CONTAINS(why, "must wait for its stdin");
+	/* still runc's init: read again until the wait is over, then refused */
+	fake_proc(dir, "runc\0init\0", 10, "", 0, "/");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_INT(read_pid1(dir, 100, &p, why, sizeof(why)), -1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 100);
+	CHECK_CONTAINS(why, "still the runtime's init after 100 ms");
+	/* ... which it stops being: an exec during the wait */
+	pid_t pid = fork();
+	if (pid == 0) {
+		usleep(50000);
+		_exit(put(dir, "cmdline", "/fn\0", 4) == 0 ? 0 : 1);
+	}
+	CHECK_INT(read_pid1(dir, 2000, &p, why, sizeof(why)), 0);
+	CHECK_STR(p.argv[0], "/fn");
+	agent_pid1_clear(&p);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	/* an environment it cannot read (an undumpable process): named */
+	fake_proc(dir, "/fn\0", 4, NULL, 0, "/");
+	CHECK_INT(read_pid1(dir, 0, &p, why, sizeof(why)), -1);
+	CHECK_CONTAINS(why, "the function's process (PID 1 of its container)");
+	CHECK_CONTAINS(why, "environ");
+	/* past the limit */
+	size_t big = LIMIT_PID1_CMDLINE + 2;
+	char *huge = calloc(1, big);
+	memset(huge, 'a', big - 1);
+	fake_proc(dir, huge, big, "", 0, "/");
+	free(huge);
+	CHECK_INT(read_pid1(dir, 0, &p, why, sizeof(why)), -1);
+	CHECK_CONTAINS(why, "cmdline");
+	char path[512];
+	const char *names[] = {"cmdline", "environ", "cwd"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 }
 
 TEST(trailer)
@@ -292,6 +421,8 @@ int main(void)
 {
 	RUN(header_round_trip);
 	RUN(header_errors);
+	RUN(header_argv_pid1);
+	RUN(pid1_command_line_environment_and_directory);
 	RUN(trailer);
 	RUN(call_runs_the_function_and_cleans_up);
 	RUN(call_exit_codes);

@@ -254,6 +254,44 @@ TEST(exec_mode_installs_with_a_post_start_hook)
 	json_free(p);
 }
 
+TEST(exec_mode_on_the_images_own_entrypoint)
+{
+	/* the image config unknown: the entrypoint runs as the container's process with the
+	 * request's args and env, held on stdin, gated by the init container, beside krmpod */
+	char *none[] = {NULL};
+	struct fn_env env[] = {{.name = "SAY", .value = "hi"}};
+	char *args[] = {"--x", "y"};
+	struct fn_request req = {.image = "fn",
+	                         .run_as_user = 65534,
+	                         .run_as_group = 65534,
+	                         .exec_argv = none,
+	                         .exec_pid1 = true,
+	                         .args = args,
+	                         .n_args = 2,
+	                         .env = env,
+	                         .n_env = 1};
+	struct settings s = unit_settings(300000);
+	s.helper_image = "example.com/krmpod:test";
+	s.net_gate_ms = 10000;
+	struct json *p = build(&req, &s);
+	CHECK(p != NULL);
+	CHECK(json_len(json_path(p, "spec.initContainers")) == 1);
+	CHECK_STR(json_str(json_path(p, "spec.initContainers[0].command[1]")), "net-gate");
+	CHECK(json_len(json_path(p, "spec.containers")) == 2);
+	CHECK_STR(json_str(json_path(p, "spec.containers[0].name")), "krmpod");
+	const struct json *fn = json_path(p, "spec.containers[1]");
+	CHECK_STR(json_str(json_get(fn, "name")), "fn");
+	CHECK(json_get(fn, "command") == NULL);
+	CHECK_STR(json_str(json_path(fn, "args[1]")), "y");
+	bool b = false;
+	CHECK(json_bool(json_get(fn, "stdin"), &b) && b);
+	CHECK(json_bool(json_get(fn, "stdinOnce"), &b) && !b);
+	CHECK_STR(json_str(json_path(fn, "env[0].name")), "SAY");
+	CHECK(json_len(json_get(fn, "env")) == 1); /* the call's gate is the init container */
+	CHECK_STR(json_str(json_path(fn, "volumeMounts[0].mountPath")), "/krmpod/bin");
+	json_free(p);
+}
+
 TEST(generate_name)
 {
 	char *n = pod_spec_generate_name("REGISTRY:5000/Org/My_Fn.v2:tag@sha256:abc");
@@ -414,6 +452,7 @@ int main(void)
 	RUN(stdin_only_with_i);
 	RUN(exec_mode_installs_with_a_post_start_hook);
 	RUN(network_gate_in_both_modes);
+	RUN(exec_mode_on_the_images_own_entrypoint);
 	RUN(generate_name);
 	RUN(template_metadata_must_be_mappings);
 	RUN(template_lists_must_be_lists_of_mappings);

@@ -184,6 +184,9 @@ class Container:
         self.seen_exit = threading.Event()
         self.container_id = "kubesim://%s" % uuid.uuid4().hex
         self.mounts = []  # [(mountPath, hostDir, readOnly)]
+        # In its own PID namespace (own_pid_namespace): the unshare process is c.proc, the
+        # container's PID 1 its child.
+        self.pidns = False
         self.started_at = None
         self.finished_at = None
         self.exit_code = None
@@ -1205,6 +1208,14 @@ class Cluster:
         c.env, c.cwd = env, self._cwd(rt, cspec, c.mounts)
         c.drop_caps = self.root and self.setpriv and any(ro for _, _, ro in c.mounts)
         argv = self._argv(cspec, defined, c.mounts)
+        if own_pid_namespace(cspec):
+            if not self.root:
+                self._set_waiting(rt, cname, "CreateContainerError",
+                                  "kubesim runs a container on its image's entrypoint beside "
+                                  "krmpod's binary in its own PID namespace: run it as root")
+                return None
+            c.pidns = True
+            argv = PIDNS + argv
         want_stdin = bool(cspec.get("stdin"))
         with self.lock:
             if rt.stopped.is_set() or not self._alive(rt):
@@ -1233,6 +1244,25 @@ class Cluster:
         threading.Thread(target=self._pump, args=(c,), daemon=True).start()
         threading.Thread(target=self._wait, args=(rt, c), daemon=True).start()
         return c
+
+    def exec_argv(self, c, argv):
+        """An exec session's argv in container c: in the container's PID namespace, with
+        its /proc, when it has its own (nsenter into its PID 1, the unshare's child)."""
+        if not c.pidns or c.proc is None:
+            return argv
+        deadline = time.monotonic() + 2
+        while True:
+            try:
+                with open("/proc/%d/task/%d/children" % (c.proc.pid, c.proc.pid)) as f:
+                    kids = f.read().split()
+            except OSError:
+                kids = []
+            if kids or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        if not kids:
+            raise OSError(errno.ESRCH, "the container's PID 1 is gone")
+        return ["nsenter", "--target", kids[0], "--pid", "--mount", "--"] + list(argv)
 
     def spawn(self, c, argv, want_stdin):
         """Starts a process in container c's view (env, cwd, mounts): its main process or an
@@ -1342,6 +1372,18 @@ def _check_executable(path, search):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
     if not os.access(found, os.X_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+
+
+# A container that runs its image's entrypoint (no command) beside krmpod's binary
+# (/krmpod/bin: exec mode on the image's own entrypoint) gets its own PID namespace and /proc,
+# as under a real runtime, so that `krmpod call` finds the function as PID 1. kubesim runs
+# every other container as a plain process group.
+PIDNS = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--"]
+
+
+def own_pid_namespace(cspec):
+    return not cspec.get("command") and any(
+        m.get("mountPath") == "/krmpod/bin" for m in cspec.get("volumeMounts") or [])
 
 
 def runc_exec_error(path, e):

@@ -1452,7 +1452,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with cl.lock:
                 if rt.stopped.is_set() and rt.deleting:
                     raise OSError("the pod is being deleted")
-                proc = cl.spawn(c, argv, want_in)
+                proc = cl.spawn(c, cl.exec_argv(c, argv), want_in)
                 rt.execs.add(proc)
         except OSError as e:
             ws.send_binary(b"\x03" + json.dumps({
