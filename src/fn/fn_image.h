@@ -28,7 +28,8 @@
 /* Sets req->exec_argv under KRMPOD_MODE=exec and auto (nothing in attach mode, nor without
  * KRMPOD_HELPER_IMAGE). When the image's config cannot be read (no registry reachable, a
  * private registry without credentials, an image only on the nodes), the entrypoint an admin
- * catalog records is used; without one, req stays in attach mode. Under auto the config is
+ * catalog records is used; without one, exec mode on the image's own entrypoint
+ * (req->exec_pid1, exec_argv empty: the call runs PID 1's command line). Under auto the config is
  * then not asked for again for FN_IMAGE_TAG_TTL_MS (a marker in the cache, keyed by the
  * image and the registry settings). What was chosen is said at info level the first time
  * for an image (under exec, only a fallback or a record), at debug level after. Fails

@@ -3,7 +3,7 @@ installed by its init container from the pinned sidecar image, each function run
 pods/exec with its entrypoint from its image config (a real registry on the node's address,
 conftest.exec_mode), its output byte for byte the direct run's, its exit code from the
 stream. Pod Security "restricted" admits the pod; the kernel's OOM killer is named; a
-registry that cannot be reached means attach mode, said once."""
+registry that cannot be reached means exec mode on the image's own entrypoint, said once."""
 import re
 import time
 
@@ -96,21 +96,34 @@ def test_oom_kill_is_named(install, exec_mode, tmp_path):
     assert "KRMPOD_MEMORY_LIMIT=96Mi" in err, err
 
 
-def test_unreachable_registry_means_attach_mode(install, exec_mode, tmp_path):
-    app = fn_app(tmp_path, "cat")
+def test_unreachable_registry_means_the_images_own_entrypoint(install, exec_mode, tmp_path):
+    """early-say writes a line on stderr before it reads stdin, naming its args, directory
+    and env, then ~100 KB. Its config cannot be read: the pod runs its entrypoint held on
+    stdin (after the gate, as an init container), and krmpod's call runs what that process
+    runs, through pods/exec: the render is the direct run's byte for byte, the early line
+    there once, and no attach."""
+    app = fn_app(tmp_path, "early-say", envs=["EARLY_SAY=from the app", "EARLY_KIB=100"])
     # A cache of its own: the sidecar's remembers the tag from the tests before (5 min), and
     # then the unreachable registry is never asked (what users get, but not what is tested).
     env = dict(exec_mode, KRMPOD_REGISTRY_MIRRORS="example.com=10.245.0.1:1",
                KRMPOD_CACHE_DIR="/tmp/krmpod-cache-%d" % time.monotonic_ns())
     r, pods = render(install, app, **env)
     assert_ok(r)
+    direct = direct_build(app, tmp_path)
+    assert direct.returncode == 0, direct.stderr.decode()
+    assert r.stdout == direct.stdout, (len(r.stdout), len(direct.stdout))
     err = r.stderr.decode()
-    assert "runs in attach mode: its image config cannot be read" in err, err
+    assert "runs in exec mode (KRMPOD_MODE=exec) on its image's own entrypoint: its image " \
+           "config cannot be read" in err, err
+    early = [l for l in err.splitlines() if "early-say: args=" in l]
+    assert len(early) == 1 and early[0].endswith("say=from the app"), err
     [p] = pods.values()
     # the shipped KRMPOD_NETWORK_GATE: the gate as an init container, then the entrypoint
     spec = p["created"]["spec"]
-    assert [c["name"] for c in spec["containers"]] == ["fn"], pod_summary(p)
-    assert "command" not in spec["containers"][0], pod_summary(p)
+    assert [c["name"] for c in spec["containers"]] == ["krmpod", "fn"], pod_summary(p)
+    fn = spec["containers"][1]
+    assert "command" not in fn and fn["stdin"] is True and fn["stdinOnce"] is False, \
+        pod_summary(p)
     assert [c["command"] for c in spec["initContainers"]] == \
         [["krmpod", "net-gate", "10000"]], pod_summary(p)
     assert p["created"]["metadata"]["namespace"] == FN_NS

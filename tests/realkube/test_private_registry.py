@@ -182,7 +182,7 @@ def test_a_private_function_renders_in_exec_mode(install, real_exec_mode, privat
     assert b"namespace: private-ns" in r.stdout
     err = r.stderr.decode()
     # the image config came from the private registry with the file's credentials...
-    assert "runs in attach mode" not in err, err
+    assert "runs in attach mode" not in err and "own entrypoint" not in err, err
     assert '%s/%s: credentials of auths."%s" in %s' % (private.host, private.repo,
                                                        private.host, AUTH_FILE) in err, err
     assert re.search(r"%s\b.* exec mode\b.*manifest %s" % (re.escape(private.image),
@@ -204,9 +204,9 @@ def test_without_credentials_the_registry_and_the_setting_are_named(install, rea
                      **cold(dict(real_exec_mode, KRMPOD_LOG_LEVEL="debug")))
     assert r.returncode != 0, r.stdout.decode()
     err = r.stderr.decode()
-    # krmpod cannot read the image config: attach mode, naming the registry and the setting
-    assert "%s runs in attach mode: its image config cannot be read (" % private.image \
-        in err, err
+    # krmpod cannot read the image config: its own entrypoint, naming the registry and setting
+    assert "%s runs in exec mode (KRMPOD_MODE=exec) on its image's own entrypoint: its image " \
+           "config cannot be read (" % private.image in err, err
     assert "the registry %s requires credentials: set KRMPOD_REGISTRY_AUTH to a " \
            "dockerconfigjson that has them" % private.host in err, err
     # and the kubelet cannot pull it: the pod's reason is the render's error

@@ -315,8 +315,9 @@ def test_init_and_discover_hooks(install, tmp_path):
 
 
 def test_output_written_before_the_attach_is_never_lost(install, tmp_path):
-    """The same app rendered 20 times under the shipped sidecar settings (attach mode here:
-    the sidecar cannot read the image config, and nothing records its entrypoint). The line
+    """The same app rendered 20 times in attach mode (KRMPOD_MODE=attach: the sidecar cannot
+    read the image config, nothing records its entrypoint, and the admin chose attach mode
+    over the image's own entrypoint, which refuses this wrapper: the next test). The line
     stderr-first writes before it reads stdin cannot be told apart from stdout in the pod log,
     so a render either has all of its output, proven, or fails naming the function, the
     reason and the settings that give exec mode; never exit 0 with a line missing (issue 29:
@@ -325,7 +326,7 @@ def test_output_written_before_the_attach_is_never_lost(install, tmp_path):
     direct = direct_build(app, tmp_path)
     lost, refused, whole = [], 0, 0
     for i in range(20):
-        r, _ = render(install, app)
+        r, _ = render(install, app, KRMPOD_MODE="attach")
         err = r.stderr.decode()
         if r.returncode != 0:
             assert r.returncode == 1 and r.stdout == b"", (r.returncode, err)
@@ -341,3 +342,20 @@ def test_output_written_before_the_attach_is_never_lost(install, tmp_path):
             whole += 1
     print("20 renders: %d whole, %d refused" % (whole, refused))
     assert lost == [], "%d of 20 renders lost output: %s" % (len(lost), lost[:2])
+
+
+def test_a_wrapper_that_writes_and_execs_is_refused_on_its_own_entrypoint(install, tmp_path):
+    """Under the shipped settings (auto, the helper image) the same app runs on its image's
+    own entrypoint: stderr-first is `echo …; exec cat`, so by the call PID 1 is cat and its
+    line is only in the pod log. Running cat alone would drop it: every render fails closed,
+    naming the function and what gives krmpod the entrypoint, and prints nothing."""
+    app = fn_app(tmp_path, "stderr-first")
+    for _ in range(3):
+        r, pods = render(install, app)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and r.stdout == b"", (r.returncode, err)
+        assert "function example.com/fns/stderr-first:v1: pod " in err, err
+        assert "the function's own process (PID 1, started from its image's entrypoint) " \
+               "wrote 31 bytes before krmpod's call" in err, err
+        assert "record the image's entrypoint in an admin catalog" in err, err
+        assert containers(pods) == [["krmpod", "fn"]], containers(pods)

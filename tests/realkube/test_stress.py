@@ -28,7 +28,7 @@ STAMP = re.compile(r"^(\S+ )?(read-mount: %s|hello from stderr before stdin)$" %
 
 
 @pytest.mark.skipif(RUNS <= 0, reason="set KRMPOD_REALKUBE_STRESS=N to run it N times")
-@pytest.mark.parametrize("mode", ["attach", "exec", "warm"])
+@pytest.mark.parametrize("mode", ["attach", "own", "exec", "warm"])
 def test_large_mount_output_is_complete_every_time(install, tmp_path, mode, request):
     """Issue 29, item 8: a function that writes a line on stderr before it reads stdin and
     ~220 KB of stdout. attach and exec: the mounts function (an init container); warm: three
@@ -36,9 +36,13 @@ def test_large_mount_output_is_complete_every_time(install, tmp_path, mode, requ
     session (mounts are never pooled). Each render is complete (exit 0, stdout byte for byte
     the direct run, every early line on stderr) or fails closed (exit non-zero, nothing on
     stdout); an exit 0 with anything else is a violation. Attach mode, under the shipped
-    KRMPOD_ATTACH_UNVERIFIED=deny, may fail closed where it cannot prove the early line."""
+    KRMPOD_ATTACH_UNVERIFIED=deny, may fail closed where it cannot prove the early line.
+    own: the shipped settings, under which the sidecar cannot read the fixture's image
+    config: exec mode on the image's own entrypoint (PID 1's command line)."""
     env = {"KRMPOD_LOG_LEVEL": "debug"}
-    if mode != "attach":
+    if mode == "attach":
+        env["KRMPOD_MODE"] = "attach"
+    elif mode != "own":
         env.update(request.getfixturevalue("exec_mode"))
     if mode == "warm":
         env.update(KRMPOD_WARM_POOL="true", KRMPOD_WARM_POOL_IMAGES="example.com/fns/*")
