@@ -91,9 +91,14 @@ static int check_trailer(struct fn_pod *p, struct err_tail *t, const struct kube
 		return err_set(
 		        err, ERR_POD,
 		        "function %s: pod %s/%s: the call was killed (SIGKILL, exit code 137): "
-		        "most likely by the out-of-memory killer at the pod's memory limit "
+		        "%smost likely by the out-of-memory killer at the pod's memory limit "
 		        "(KRMPOD_MEMORY_LIMIT=%s)",
 		        fn_pod_request(p)->image, fn_pod_namespace(p), fn_pod_name(p),
+		        fn_pod_request(p)->exec_pid1
+		                ? "its container's PID 1, the function's own process, ended (an "
+		                  "entrypoint that does not wait for its stdin takes the call with "
+		                  "it), or "
+		                : "",
 		        fn_pod_settings(p)->memory_limit);
 	if (!ok && res->got_status && !res->status_success && res->exit_code > 0)
 		return err_set(err, ERR_POD,

@@ -123,6 +123,13 @@ static int from_record(const struct settings *s, struct fn_request *req,
  * it: why): the runtime starts the entrypoint, and the call runs its command line. */
 static int from_pid1(const struct settings *s, struct fn_request *req, const char *why, bool first)
 {
+	if (!req->want_stdin) { /* without -i (`--help`, `kpt fn doc`) it would not wait */
+		log_msg(first ? LOG_INFO : LOG_DEBUG,
+		        "%s runs in attach mode: its image config %s, and run without -i its "
+		        "entrypoint would not wait on its stdin for krmpod's call",
+		        req->image, why);
+		return 0;
+	}
 	req->exec_argv = xcalloc(1, sizeof(char *));
 	req->exec_pid1 = true;
 	log_msg(first ? LOG_INFO : LOG_DEBUG,
