@@ -360,6 +360,11 @@ def assert_ok(r):
         r.returncode, r.stderr.decode(errors="replace"))
 
 
+def fn_container(pod):
+    """The function's container of a pod object (beside krmpod's in exec mode)."""
+    return [c for c in pod["spec"]["containers"] if c["name"] == "fn"][0]
+
+
 def exit_codes(rec, init=False):
     """The exit codes a recorded pod's (init) containers reported."""
     key = "initContainerStatuses" if init else "containerStatuses"

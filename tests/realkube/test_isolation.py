@@ -113,6 +113,11 @@ def probe_app(tmp_path, net, granted, name):
     return app
 
 
+# attach mode named: under the shipped settings a fixture whose image config the sidecar
+# cannot read runs on its image's own entrypoint (exec mode), gated as attach mode is
+ATTACH = {"KRMPOD_MODE": "attach"}
+
+
 def probe(install, net, tmp_path, granted, mode_env=None, name="probe"):
     """{target description: netprobe's word} and {name: resolved?} from inside the pod."""
     env = dict(mode_env or {})
@@ -145,7 +150,7 @@ def probe(install, net, tmp_path, granted, mode_env=None, name="probe"):
 def test_without_a_grant_a_function_reaches_nothing(install, net, tmp_path, mode,
                                                     real_exec_mode):
     words, dns = probe(install, net, tmp_path, False,
-                       real_exec_mode if mode == "exec" else None)
+                       real_exec_mode if mode == "exec" else ATTACH)
     reached = {w: v for w, v in words.items() if v == "connected"}
     assert not reached, "a function without a grant reached %s (policies: %s)\n%s" % (
         reached, policies(install), net.last_stderr)
@@ -250,7 +255,7 @@ def test_the_gate_refuses_to_start_a_function_in_a_pod_no_policy_isolates(
     policy = "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/krmpod-deny-all" % FN_NS
     install.api.call("DELETE", policy)
     try:
-        env = dict(real_exec_mode if mode == "exec" else {}, KRMPOD_NETWORK_GATE="3s")
+        env = dict(real_exec_mode if mode == "exec" else ATTACH, KRMPOD_NETWORK_GATE="3s")
         r, pods = render(install, probe_app(tmp_path, net, False, "ungated"), **env)
         err = r.stderr.decode()
         assert r.returncode != 0 and r.stdout == b"", err

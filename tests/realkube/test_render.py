@@ -9,8 +9,8 @@ import re
 
 from apptrees import make_resource_list
 from apps import MOUNT_DATA, copy_fixture_app, fn_app, mount_app, tree
-from conftest import (FN_NS, assert_ok, containers, dump, pod_summary, recorded_entrypoints,
-                      render)
+from conftest import (FN_NS, assert_ok, containers, dump, fn_container, pod_summary,
+                      recorded_entrypoints, render)
 from images import FN_IMAGE
 from sidecar import direct_build
 
@@ -26,7 +26,7 @@ def test_pipeline_is_byte_exact_with_the_direct_run(install, tmp_path):
     err = r.stderr.decode()
     assert "add-label: labelled 3 items" in err, err  # the function's stderr, passed through
     assert err.count("image=example.com/fns/") == 2, err  # one line per function
-    images = sorted(p["created"]["spec"]["containers"][0]["image"] for p in pods.values())
+    images = sorted(fn_container(p["created"])["image"] for p in pods.values())
     assert set(images) == {FN_IMAGE % "add-label", FN_IMAGE % "gen-configmap"}, \
         [pod_summary(p) for p in pods.values()]
     for p in pods.values():
@@ -96,7 +96,7 @@ def test_large_resource_list_streams_through(install, tmp_path):
     assert "krmpod exit 0" in err, err
     assert out.strip() == "same", "the output differs from the 50 MB input: %s %s" % (out, err)
     assert containers(pods) == [["krmpod", "fn"]], containers(pods)
-    out, err, pods = large_run(install, src, {})
+    out, err, pods = large_run(install, src, {"KRMPOD_MODE": "attach"})
     assert len(pods) == 1 and containers(pods) == [["fn"]], containers(pods)
     if "krmpod exit 0" in err:
         assert out.strip() == "same", "exit 0 with output that differs: %s %s" % (out, err)
@@ -203,7 +203,7 @@ def test_pod_template_by_name(install, tmp_path):
             assert o["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}, dump(o["spec"])
             assert any(t.get("key") == "dedicated" for t in o["spec"]["tolerations"])
             assert "scratch" in [v["name"] for v in o["spec"]["volumes"]]
-            fn = o["spec"]["containers"][0]
+            fn = fn_container(o)
             assert {"name": "scratch", "mountPath": "/scratch"}.items() <= \
                 fn["volumeMounts"][0].items(), fn
             # the template's requests (the LimitRange adds ephemeral-storage at admission)

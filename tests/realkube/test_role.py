@@ -28,6 +28,12 @@ def run_render(install, tmp_path, **env):
     return r.returncode == 0, r.stderr.decode(errors="replace")
 
 
+def run_attach_render(install, tmp_path):
+    """A render in attach mode (named: under the shipped settings the sidecar cannot read the
+    fixtures' image configs, and they run on their images' own entrypoints, through exec)."""
+    return run_render(install, tmp_path, KRMPOD_MODE="attach")
+
+
 # The render env of exec mode (conftest.exec_mode), set by the test that needs it.
 EXEC_ENV = {}
 
@@ -71,11 +77,11 @@ def run_prestart_claim(install, tmp_path):
 
 
 def run_attach_proof(install, tmp_path):
-    """A render in attach mode (the shipped settings: the sidecar cannot read the fixtures'
-    image configs): krmpod proves the attach delivered everything against the pod log, and
-    fails closed when it cannot read it (issue 29)."""
+    """A render in attach mode: krmpod proves the attach delivered everything against the pod
+    log, and fails closed when it cannot read it (issue 29). (On an image's own entrypoint the
+    log is read too, to check what PID 1 wrote before the call.)"""
     r, _ = render(install, copy_fixture_app(tmp_path, name="app-%d" % time.monotonic_ns()),
-                  FROM_SHIM="x")
+                  FROM_SHIM="x", KRMPOD_MODE="attach")
     err = r.stderr.decode(errors="replace")
     return r.returncode == 0 and "image=example.com/fns/add-label" in err, err
 
@@ -85,7 +91,8 @@ def run_early_attach(install, tmp_path):
     status says the container runs; without the event it falls back to the status (and says
     why at debug level)."""
     r, _ = render(install, copy_fixture_app(tmp_path, name="app-%d" % time.monotonic_ns()),
-                  FROM_SHIM="x", KRMPOD_PRESTART="false", KRMPOD_LOG_LEVEL="debug")
+                  FROM_SHIM="x", KRMPOD_PRESTART="false", KRMPOD_LOG_LEVEL="debug",
+                  KRMPOD_MODE="attach")
     err = r.stderr.decode(errors="replace")
     return r.returncode == 0 and "attached on the kubelet's Started event" in err, err
 
@@ -122,8 +129,10 @@ FEATURES = {
     ("", "pods", "watch"): ("a render (following the pod)", run_render),
     ("", "pods", "delete"): ("a render (the pod is deleted after)", run_render),
     ("", "pods", "patch"): ("the warm pool (a lease taken and given back)", run_pool_render),
-    ("", "pods/attach", "get"): ("a render (the attach's WebSocket upgrade)", run_render),
-    ("", "pods/attach", "create"): ("a render (the attach, on Kubernetes 1.35+)", run_render),
+    ("", "pods/attach", "get"): ("a render in attach mode (the attach's WebSocket upgrade)",
+                                 run_attach_render),
+    ("", "pods/attach", "create"): ("a render in attach mode (the attach, on Kubernetes 1.35+)",
+                                    run_attach_render),
     ("", "pods/exec", "get"): ("a render in exec mode (the exec's WebSocket upgrade)",
                                run_exec_render),
     ("", "pods/exec", "create"): ("a render in exec mode (the exec, on Kubernetes 1.35+)",

@@ -5,7 +5,7 @@ old token stops working (its bound Secret is deleted, so the API server answers 
 import time
 import uuid
 
-from conftest import ARGOCD_NS, pod_summary
+from conftest import ARGOCD_NS, fn_container, pod_summary
 from images import FN_IMAGE
 from kube import kubectl
 from sidecar import direct_build
@@ -61,7 +61,7 @@ def test_token_rotated_and_revoked_mid_render(install, tmp_path):
         while slow is None and time.monotonic() < deadline and proc.poll() is None:
             for p in install.recorder.pods_since(mark).values():
                 if any((o.get("status") or {}).get("phase") == "Running" and
-                       o["spec"]["containers"][0]["image"] == FN_IMAGE % "slow-cat"
+                       fn_container(o)["image"] == FN_IMAGE % "slow-cat"
                        for _, _, o in p["events"]):
                     slow = p
             time.sleep(0.1)
