@@ -4,8 +4,8 @@
  * function writes itself, and a session's frames (first input byte 2: the rest is fed to
  * a frame reader, whole and then cut at the second byte's offset).
  *
- * Invariants: the header parser fails with an error or gives argv[0] non-empty and env
- * entries NAME=VALUE; a header it parsed, written again, parses to the same; the trailer
+ * Invariants: the header parser fails with an error or gives argv[0] non-empty (or, with
+ * argv_pid1, no argv and not pooled) and env entries NAME=VALUE; a header it parsed, written again, parses to the same; the trailer
  * parser accepts only a tail that ends with a whole trailer line, and never reports a
  * trailer longer than the tail or than AGENT_TRAILER_MAX plus its prefix; the frame reader
  * hands out no more payload than the input holds, ends only frames it began, and says the
@@ -21,7 +21,9 @@
 
 static void check_header(const struct agent_call_header *h)
 {
-	if (h->argv == NULL || h->argv[0] == NULL || h->argv[0][0] == '\0')
+	if (h->argv_pid1 && (h->argv == NULL || h->argv[0] != NULL || h->pooled))
+		fuzz_fail("an argv_pid1 header with argv or pooled");
+	if (!h->argv_pid1 && (h->argv == NULL || h->argv[0] == NULL || h->argv[0][0] == '\0'))
 		fuzz_fail("a parsed header without argv[0]");
 	for (size_t i = 0; h->env && h->env[i]; i++) {
 		const char *eq = strchr(h->env[i], '=');
@@ -53,13 +55,18 @@ static void header(const char *text, size_t len)
 	check_header(&h);
 	struct buf b;
 	buf_init(&b, 0);
-	agent_call_header_write(h.argv, h.env, h.pooled, &b);
+	if (h.argv_pid1)
+		agent_call_header_write_pid1(h.env, &b);
+	else
+		agent_call_header_write(h.argv, h.env, h.pooled, &b);
 	if (b.len == 0 || b.data[b.len - 1] != '\n' ||
 	    memchr(b.data, '\n', b.len) != b.data + b.len - 1)
 		fuzz_fail("a written header is not one line");
 	struct agent_call_header again;
 	if (agent_call_header_parse(b.data, b.len - 1, &again, &e) < 0)
 		fuzz_fail("a written header does not parse: %s", e->msg);
+	if (again.argv_pid1 != h.argv_pid1)
+		fuzz_fail("argv_pid1 changed when written and read again");
 	same(h.argv, again.argv, "argv");
 	same(h.env, again.env, "env");
 	agent_call_header_clear(&again);
