@@ -409,9 +409,24 @@ static int check_pid1_log(struct fn_pod *p, const struct err_tail *t, struct err
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
 	size_t total = 0;
-	if (fn_pod_read_log(p, LIMIT_PID1_LOG + 1, LIMIT_PID1_LOG + 1, &log, &total, err) < 0)
-		return err_wrap(err, "function %s: pod %s/%s: the log of its own process",
-		                req->image, fn_pod_namespace(p), fn_pod_name(p));
+	/* The exec can run before the pod status says the container started (the kubelet's
+	 * relist, up to a second later); until then the API server refuses the log with 400
+	 * ("is waiting to start"): asked again for FN_PID1_LOG_WAIT_MS. */
+	int64_t until = now_ms() + FN_PID1_LOG_WAIT_MS;
+	for (;;) {
+		if (fn_pod_read_log(p, LIMIT_PID1_LOG + 1, LIMIT_PID1_LOG + 1, &log, &total, err) ==
+		    0)
+			break;
+		if ((*err)->code != ERR_API || (*err)->http_status != 400 || now_ms() >= until)
+			return err_wrap(err, "function %s: pod %s/%s: the log of its own process",
+			                req->image, fn_pod_namespace(p), fn_pod_name(p));
+		log_debug("pod %s: its log is not readable yet: %s", fn_pod_name(p), (*err)->msg);
+		err_free(*err);
+		*err = NULL;
+		if (sleep_ms(100, fn_pod_cancel_flag(p)) != 0)
+			return fn_pod_cancelled(p, "reading the log of the function's own process",
+			                        err);
+	}
 	size_t have = t->head->len < t->fn_err ? t->head->len : (size_t)t->fn_err;
 	log_debug("pod %s: its own process wrote %zu bytes before the call; the call's stderr "
 	          "began with %zu",

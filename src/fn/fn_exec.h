@@ -16,6 +16,13 @@
 
 #define FN_EXEC_END_WAIT_MS 3000
 
+/* On the image's own entrypoint (req->exec_pid1) the call runs PID 1's command line, and once
+ * it ended the function container's log (what PID 1 wrote while it waited) must be the first
+ * bytes of the call's stderr, else the run fails (docs/internals/exec-mode.md). The log is
+ * asked for again while the API server says the container has not started (its status lags
+ * the exec), for FN_PID1_LOG_WAIT_MS at most. */
+#define FN_PID1_LOG_WAIT_MS 5000
+
 /* Runs the request's exec_argv in the started pod p. *exit_code is the function's. */
 int fn_exec_call(struct fn_pod *p, const struct fn_io *io, int *exit_code, struct err **err);
 

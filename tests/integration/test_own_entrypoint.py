@@ -93,3 +93,17 @@ def test_an_entrypoint_that_does_not_wait_for_stdin_fails_closed(kubesim, tmp_pa
     assert r.returncode != 0 and r.stdout == b"", err
     assert "example.com/fns/quick-exit:v1" in err, err
     no_sanitizer_reports(r.stderr)
+
+
+def test_the_log_is_read_once_the_status_shows_the_container_started(kubesim, tmp_path):
+    """A real kubelet's Started event comes up to a relist before the pod status, and the
+    exec can run then; the API server refuses the log of a container its status does not
+    show started (400 "is waiting to start"). krmpod asks again until it can read it (the
+    real cluster's first render failed here)."""
+    kubesim.faults(relist_period_ms=1500)
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/early-say:v1"], stdin=b"a: 1\n",
+                 env=env_of(kubesim, tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and r.stdout == b"a: 1\n", err
+    assert "its log is not readable yet: " in err and "is waiting to start" in err, err
+    no_sanitizer_reports(r.stderr)
