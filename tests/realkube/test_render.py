@@ -62,11 +62,15 @@ def test_failing_function_fails_the_render_with_its_stderr(install, tmp_path):
     assert r.stdout == b"", r.stdout
     assert "fail: boom" in err, err
     assert "no manifests were printed" in err, err
-    exits = {s["state"]["terminated"]["exitCode"] for p in pods.values()
-             for _, _, o in p["events"]
-             for s in (o.get("status") or {}).get("containerStatuses") or []
-             if "terminated" in s.get("state", {})}
-    assert exits == {3}, [pod_summary(p) for p in pods.values()]
+    if containers(pods) == [["fn"]]:  # attach mode: the exit code is the container's
+        exits = {s["state"]["terminated"]["exitCode"] for p in pods.values()
+                 for _, _, o in p["events"]
+                 for s in (o.get("status") or {}).get("containerStatuses") or []
+                 if "terminated" in s.get("state", {})}
+        assert exits == {3}, [pod_summary(p) for p in pods.values()]
+    else:  # exec mode (its own entrypoint here): the call's, on the stream
+        assert containers(pods) == [["krmpod", "fn"]], containers(pods)
+        assert re.search(r"image=example\.com/fns/fail:v1 .* exit=3 ", err), err
 
 
 def large_run(install, src, env):
