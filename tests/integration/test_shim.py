@@ -60,8 +60,12 @@ def test_stderr_before_stdin_is_not_lost(kubesim):
     if EXEC_MODE:
         return
     # by default (issue 29): bytes only the pod log has may have been stdout, so the call
-    # fails, naming the function, why, and the settings for exec mode or to accept it
-    kubesim.faults(start_latency_ms=50)
+    # fails, naming the function, why, and the settings for exec mode or to accept it. The
+    # attach is held back half a second, so that the line is surely written before it (a
+    # start latency alone left that to the machine's load: under load the attach could win
+    # and the run pass, proven)
+    kubesim.faults(start_latency_ms=50,
+                   http_delays=[{"ms": 500, "count": 1, "path_contains": "/attach"}])
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/stderr-first"], stdin=b"payload\n")
     err = r.stderr.decode()
     # (stdout streamed as it came; kustomize drops it when the function fails)
