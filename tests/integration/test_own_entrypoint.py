@@ -107,3 +107,16 @@ def test_the_log_is_read_once_the_status_shows_the_container_started(kubesim, tm
     assert r.returncode == 0 and r.stdout == b"a: 1\n", err
     assert "its log is not readable yet: " in err and "is waiting to start" in err, err
     no_sanitizer_reports(r.stderr)
+
+
+def test_a_run_without_i_stays_in_attach_mode_and_says_why(kubesim, tmp_path):
+    """docker gives a run without -i an empty stdin, so its entrypoint would not wait for a
+    call (`kpt fn doc`'s `--help`): attach mode, said with the reason."""
+    r = run_shim(kubesim, ["run", "--rm", "example.com/fns/with-help:v1", "--help"],
+                 env=env_of(kubesim, tmp_path, KRMPOD_ATTACH_UNVERIFIED="allow"))
+    err = r.stderr.decode()
+    assert "example.com/fns/with-help:v1 runs in attach mode: its image config cannot be read (" \
+        in err, err
+    assert "and run without -i its entrypoint would not wait on its stdin for krmpod's call" \
+        in err, err
+    assert "on its image's own entrypoint" not in err, err
