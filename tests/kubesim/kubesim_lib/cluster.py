@@ -1250,6 +1250,8 @@ class Cluster:
         its /proc, when it has its own (nsenter into its PID 1, the unshare's child)."""
         if not c.pidns or c.proc is None:
             return argv
+        if c.proc.poll() is not None:  # the runtime refuses an exec into an ended container
+            raise OSError(errno.ESRCH, "container not running")
         deadline = time.monotonic() + 2
         while True:
             try:
