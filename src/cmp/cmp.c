@@ -486,6 +486,9 @@ static int render(struct render *r, int out_fd, struct err **err)
 		return lost ? err_wrap(err, "generate: %s", lost) : err_wrap(err, "generate");
 	if (lost)
 		log_warn("%s", lost);
+	/* the render's pods go before its manifests are printed: one left running fails it */
+	if (prestart_finish(r->pre, err) < 0)
+		return err_wrap(err, "generate");
 	if (blank(r->out.data, r->out.len))
 		return err_set(err, ERR_IO,
 		               "generate: kustomize succeeded but produced no manifests; refusing "

@@ -222,15 +222,32 @@ pid_t prestart_janitor(const struct prestart *p)
 	return p ? p->janitor : 0;
 }
 
+int prestart_finish(struct prestart *p, struct err **err)
+{
+	if (p == NULL || p->janitor <= 0)
+		return 0;
+	close(p->pipe_w); /* the janitor deletes what nobody claimed, then exits */
+	int status = 0;
+	while (waitpid(p->janitor, &status, 0) < 0 && errno == EINTR)
+		;
+	p->janitor = 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == PRESTART_EXIT_UNDELETED)
+		return err_set(err, ERR_API,
+		               "prestart: pods the render started could not be deleted (each is "
+		               "named above); they end by themselves after activeDeadlineSeconds, "
+		               "and `krmpod gc` removes leftovers. Check that the API server is "
+		               "reachable and that the Role grants delete on pods in %s",
+		               p->ns);
+	return 0;
+}
+
 void prestart_end(struct prestart *p)
 {
 	if (p == NULL)
 		return;
-	if (p->janitor > 0) {
-		close(p->pipe_w); /* the janitor deletes what nobody claimed, then exits */
-		while (waitpid(p->janitor, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	cleanup_err struct err *fe = NULL;
+	if (prestart_finish(p, &fe) < 0)
+		log_warn("%s", fe->msg);
 	for (size_t i = 0; i < p->n; i++)
 		offer_clear(&p->offers[i]);
 	if (p->dir) {

@@ -51,8 +51,15 @@ int prestart_begin(struct prestart *p, const struct kfn *fns, size_t n, size_t m
                    bool allow_network, char *const *shim_env, struct kube_config *cfg,
                    struct err **err);
 
-/* Tells the janitor to delete every pod nobody claimed, waits for it (while it waits out a
- * throttled API server, at most until the deadline), removes the directory. NULL is fine. */
+/* Tells the janitor to delete every pod nobody claimed and the render's exec-mode pods, and
+ * waits for it (while it waits out a throttled API server, at most until the deadline).
+ * Fails when it could not delete one of them, as a shim fails when it cannot delete its
+ * pod: the pod would run on to its activeDeadlineSeconds. generate calls it before it
+ * prints the manifests. NULL, or a second call, is fine (0). */
+int prestart_finish(struct prestart *p, struct err **err);
+
+/* prestart_finish() when it was not called yet (its failure only logged), then removes
+ * the directory and frees p. NULL is fine. */
 void prestart_end(struct prestart *p);
 
 /* The janitor's pid (0 without one): kustomize_run must not wait for it. */

@@ -252,7 +252,7 @@ static void end_lease(struct prestart *p, struct kube_client *c, struct offer *o
  * generate's deadline, as every other request of the render may; after a signal the deletes
  * are bounded and not cancellable. */
 static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned *claimed,
-                             unsigned *deleted)
+                             unsigned *deleted, unsigned *undeleted)
 {
 	bounded_deletes(c);
 	if (!signals_cancel && p->deadline > now_ms() + UNCLAIMED_DELETE_MS) {
@@ -278,10 +278,11 @@ static void delete_unclaimed(struct prestart *p, struct kube_client *c, unsigned
 			continue;
 		}
 		cleanup_err struct err *de = NULL;
-		if (delete_one(c, p->ns, o->pod, &de) < 0)
-			log_warn("delete %s pod %s/%s: %s", used ? "the render's" : "unclaimed",
-			         p->ns, o->pod, de->msg);
-		else if (!used)
+		if (delete_one(c, p->ns, o->pod, &de) < 0) {
+			log_error("delete %s pod %s/%s: %s", used ? "the render's" : "unclaimed",
+			          p->ns, o->pod, de->msg);
+			(*undeleted)++;
+		} else if (!used)
 			(*deleted)++;
 		if (used)
 			(*claimed)++;
@@ -297,7 +298,7 @@ void prestart_janitor_main(struct prestart *p, int pipe_r)
 		log_warn("%s", e->msg);
 		_exit(1);
 	}
-	unsigned created = create_and_offer(p, c, pipe_r), claimed = 0, deleted = 0;
+	unsigned created = create_and_offer(p, c, pipe_r), claimed = 0, deleted = 0, undeleted = 0;
 	while (!signals_cancel && !parent_done(pipe_r, 1000))
 		;
 	p->stop_openers = 1;
@@ -311,7 +312,7 @@ void prestart_janitor_main(struct prestart *p, int pipe_r)
 			o->session = NULL;
 		}
 	}
-	delete_unclaimed(p, c, &claimed, &deleted);
+	delete_unclaimed(p, c, &claimed, &deleted, &undeleted);
 	unsigned retired = 0;
 	cleanup_err struct err *pe = NULL;
 	if (p->pooling && fn_pool_janitor(c, &p->pool, p->ns, epoch_ms(), false, &retired, &pe) < 0)
@@ -320,5 +321,5 @@ void prestart_janitor_main(struct prestart *p, int pipe_r)
 		log_info("%u pods started ahead in %lld ms, %u claimed, %u unclaimed deleted",
 		         created, (long long)(now_ms() - p->t0), claimed, deleted);
 	kube_client_free(c);
-	_exit(0);
+	_exit(undeleted ? PRESTART_EXIT_UNDELETED : 0);
 }

@@ -21,6 +21,10 @@
 /* How long the deletes of unclaimed pods may take after a signal (or near the deadline). */
 #define UNCLAIMED_DELETE_MS 3000
 
+/* The janitor's exit status when it could not delete one or more of the render's pods
+ * (each named in its log); prestart_finish() turns it into generate's error. */
+#define PRESTART_EXIT_UNDELETED 3
+
 struct offer {
 	char *body; /* the pod as JSON */
 	size_t len;
@@ -72,7 +76,8 @@ struct prestart {
 
 /* The janitor, a child of generate in generate's process group: creates the pods, offers
  * them, and when generate is done (pipe_r, its pipe, closes), or dies, or the group gets
- * SIGTERM at Argo CD's deadline, deletes every pod nobody claimed. Never returns. */
+ * SIGTERM at Argo CD's deadline, deletes every pod nobody claimed. Exits 0, or
+ * PRESTART_EXIT_UNDELETED when a delete of a render's pod failed. Never returns. */
 void prestart_janitor_main(struct prestart *p, int pipe_r) __attribute__((noreturn));
 
 #endif

@@ -652,6 +652,31 @@ def test_prestart_waits_out_a_throttled_delete_of_an_unclaimed_pod(kubesim, tmp_
     # (the kubesim fixture asserts that no pod is left)
 
 
+def test_a_render_pod_the_janitor_cannot_delete_fails_generate(kubesim, tmp_path):
+    """Exec mode: the render's pod is the janitor's to delete when kustomize is done. When
+    that DELETE is refused (a Role without delete), the pod would run on to its
+    activeDeadlineSeconds: generate fails, printing nothing, and names the pod and the
+    fix, as a shim fails when it cannot delete its own pod (it only warned and exited 0)."""
+    from conftest import exec_settings
+    app = fn_app(tmp_path, "example.com/fns/cat:v1")
+    kubesim.faults(http_errors=[{"status": 403, "count": 10, "method": "DELETE",
+                                 "path_contains": "/pods/krmpod-cat-"}])
+    try:
+        r = generate(app, cmp_env(kubesim, tmp_path, **exec_settings()))
+        err = r.stderr.decode()
+        assert r.returncode != 0 and r.stdout == b"", err
+        pods = [p["metadata"]["name"] for p in kubesim.api_pods()]
+        assert len(pods) == 1 and pods[0].startswith("krmpod-cat-"), pods
+        assert "delete the render's pod default/%s" % pods[0] in err, err
+        assert "pods the render started could not be deleted" in err, err
+        assert "the Role grants delete on pods in default" in err, err
+    finally:
+        kubesim.faults()
+        for p in kubesim.api_pods():
+            kubesim.control("DELETE", "/api/v1/namespaces/default/pods/" +
+                            p["metadata"]["name"], {"gracePeriodSeconds": 0})
+
+
 def test_prestart_offer_is_waited_for_under_a_slow_api_server(kubesim, tmp_path):
     """When the janitor's create of a function's pod takes longer than kustomize takes to
     reach the function (an overloaded API server), the shim waits for that offer, whose
