@@ -447,12 +447,15 @@ static int check_pid1_log(struct fn_pod *p, const struct err_tail *t, struct err
 	               total > LIMIT_PID1_LOG ? " (more than can be checked)" : "");
 }
 
-/* call_result, then the check of PID 1's log on the image's own entrypoint. */
+/* call_result, then the check of PID 1's log on the image's own entrypoint, when the run
+ * succeeded: a run that failed fails the render anyway, and its own message (a function's
+ * error, krmpod call's "cannot enter" or "cannot run") is the one to read, not that the
+ * early bytes differ. */
 static int call_result_checked(struct fn_pod *p, struct err_tail *tail,
                                struct kube_stream_result *res, int *exit_code, struct err **err)
 {
 	int rc = call_result(p, tail, res, exit_code, err);
-	if (rc == 0 && tail->head && check_pid1_log(p, tail, err) < 0)
+	if (rc == 0 && *exit_code == 0 && tail->head && check_pid1_log(p, tail, err) < 0)
 		return -1;
 	return rc;
 }

@@ -8,6 +8,7 @@ run wrote first, else the render fails. kubesim gives such a container its own P
 namespace (as a runtime does), so these tests need root."""
 import json
 import os
+import re
 
 import pytest
 
@@ -95,12 +96,31 @@ def test_an_entrypoint_that_does_not_wait_for_stdin_fails_closed(kubesim, tmp_pa
     no_sanitizer_reports(r.stderr)
 
 
+def test_a_working_directory_that_pid_1_removed_fails_the_call_by_name(kubesim, tmp_path):
+    """The call runs PID 1's command in PID 1's working directory; when that directory is
+    gone (the entrypoint entered one and removed it), running there is impossible: the call
+    fails (126) naming the directory, and nothing is printed. The exec is held back 2 s so
+    that the entrypoint surely removed its directory before the call reads PID 1 (read any
+    earlier, the call would run where PID 1 started, and remove its own)."""
+    kubesim.faults(http_delays=[{"ms": 2000, "count": 1, "path_contains": "/exec"}])
+    r = run_shim(kubesim, KUSTOMIZE_RUN + ["-e", "EARLY_CWD_GONE=1",
+                                           "example.com/fns/early-say:v1"], stdin=b"a: 1\n",
+                 env=env_of(kubesim, tmp_path, KRMPOD_LOG_LEVEL="info"))
+    err = r.stderr.decode()
+    assert r.returncode == 126 and r.stdout == b"", err
+    assert re.search(r"krmpod call: cannot enter /tmp/early-say-\S+ \(deleted\), the working "
+                     r"directory of PID 1: No such file or directory", err), err
+    no_sanitizer_reports(r.stderr)
+
+
 def test_the_log_is_read_once_the_status_shows_the_container_started(kubesim, tmp_path):
     """A real kubelet's Started event comes up to a relist before the pod status, and the
     exec can run then; the API server refuses the log of a container its status does not
     show started (400 "is waiting to start"). krmpod asks again until it can read it (the
-    real cluster's first render failed here)."""
-    kubesim.faults(relist_period_ms=1500)
+    real cluster's first render failed here). The status lags 3 s behind the start here, every
+time (with the relist's ticks alone, a tick right after the start made it a matter of
+chance)."""
+    kubesim.faults(start_status_lag_ms=3000)
     r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/fns/early-say:v1"], stdin=b"a: 1\n",
                  env=env_of(kubesim, tmp_path))
     err = r.stderr.decode()

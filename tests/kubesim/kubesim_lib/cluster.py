@@ -188,6 +188,7 @@ class Container:
         # container's PID 1 its child.
         self.pidns = False
         self.started_at = None
+        self.started_mono = None  # time.monotonic() at the start (start_status_lag_ms)
         self.finished_at = None
         self.exit_code = None
         self.reason = None
@@ -366,12 +367,17 @@ class Cluster:
             rt.sandbox_seen = rt.sandbox_ready
             rt.waiting_seen = dict(rt.waiting)
             reported = []
+            lag = float(self.faults.get("start_status_lag_ms") or 0) / 1000.0
             for c in rt.containers.values():
                 if c.exited.is_set():
                     if not c.seen_exit.is_set():
                         reported.append(c)
-                elif c.proc is not None:
-                    c.seen_running = True
+                elif c.proc is not None and not c.seen_running:
+                    hidden = (c.started_mono or 0) + lag - time.monotonic()
+                    if hidden > 0:  # shown by a relist once the lag is over
+                        threading.Timer(hidden, self._relist, (rt,)).start()
+                    else:
+                        c.seen_running = True
             for c in reported:
                 c.seen_exit.set()
             self._refresh(rt)
@@ -1221,6 +1227,7 @@ class Cluster:
             if rt.stopped.is_set() or not self._alive(rt):
                 return None
             c.started_at = now_iso()
+            c.started_mono = time.monotonic()
             try:
                 c.proc = self.spawn(c, argv, want_stdin)
             except OSError as e:
@@ -1252,18 +1259,21 @@ class Cluster:
             return argv
         if c.proc.poll() is not None:  # the runtime refuses an exec into an ended container
             raise OSError(errno.ESRCH, "container not running")
+        # Until the child has exec'd the command, it may not have mounted its /proc yet:
+        # an nsenter then would see the host's /proc. A runtime's exec waits for the
+        # container's init likewise. The child is known to have exec'd once its command
+        # line is no longer the unshare's.
         deadline = time.monotonic() + 2
+        own = _read_proc(c.proc.pid, "cmdline")
         while True:
-            try:
-                with open("/proc/%d/task/%d/children" % (c.proc.pid, c.proc.pid)) as f:
-                    kids = f.read().split()
-            except OSError:
-                kids = []
-            if kids or time.monotonic() > deadline:
+            kids = (_read_proc(c.proc.pid, "task/%d/children" % c.proc.pid) or b"").split()
+            cmd = _read_proc(int(kids[0]), "cmdline") if kids else None
+            if (cmd and cmd != own) or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
         if not kids:
             raise OSError(errno.ESRCH, "the container's PID 1 is gone")
+        kids = [k.decode() for k in kids]
         return ["nsenter", "--target", kids[0], "--pid", "--mount", "--"] + list(argv)
 
     def spawn(self, c, argv, want_stdin):
@@ -1381,6 +1391,15 @@ def _check_executable(path, search):
 # as under a real runtime, so that `krmpod call` finds the function as PID 1. kubesim runs
 # every other container as a plain process group.
 PIDNS = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--"]
+
+
+def _read_proc(pid, name):
+    """/proc/PID/NAME's bytes, or None when the process is gone."""
+    try:
+        with open("/proc/%d/%s" % (pid, name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def own_pid_namespace(cspec):
