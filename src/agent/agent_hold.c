@@ -47,13 +47,7 @@ int agent_install_self(const char *dir, struct err **err)
 		return err_set_sys(err, ERR_IO, errno, "cannot read /proc/self/exe");
 	cleanup_free char *tmp = xasprintf("%s/.%s.part", dir, AGENT_BINARY_NAME);
 	cleanup_free char *dst = xasprintf("%s/%s", dir, AGENT_BINARY_NAME);
-	cleanup_close int out =
-	        open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0700);
-	if (out < 0)
-		return err_set_sys(err, ERR_IO, errno, "cannot create %s", tmp);
-	if (fd_copy_from_start(in, out, tmp, err) < 0)
-		return -1;
-	if (fchmod(out, 0555) < 0 || fsync(out) < 0 || rename(tmp, dst) < 0)
-		return err_set_sys(err, ERR_IO, errno, "cannot install %s", dst);
+	if (fd_copy_atomic(dst, tmp, in, 0555, "krmpod's binary", err) < 0)
+		return err_wrap(err, "install %s", dst);
 	return 0;
 }

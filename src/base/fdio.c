@@ -32,8 +32,15 @@ int fd_write_all(int fd, const void *p, size_t n, const char *what, struct err *
 	return 0;
 }
 
-int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode,
-                    const char *what, struct err **err)
+/* What fd_write_atomic*() write: n bytes of p, or all of the file `from` (from >= 0). */
+struct atomic_src {
+	const void *p;
+	size_t n;
+	int from;
+};
+
+static int write_atomic(const char *path, const char *tmp, const struct atomic_src *src,
+                        unsigned mode, const char *what, struct err **err)
 {
 	size_t len = strlen(tmp);
 	char *name = xstrdup(tmp);
@@ -45,7 +52,10 @@ int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, 
 	if (rc == 0 && fchmod(fd, (mode_t)mode) < 0)
 		rc = err_set_sys(err, ERR_IO, errno, "write %s: chmod %s", what, name);
 	if (rc == 0)
-		rc = fd_write_all(fd, p, n, name, err);
+		rc = src->from >= 0 ? fd_copy_from_start(src->from, fd, name, err)
+		                    : fd_write_all(fd, src->p, src->n, name, err);
+	if (rc == 0 && src->from >= 0 && fsync(fd) < 0)
+		rc = err_set_sys(err, ERR_IO, errno, "write %s: fsync %s", what, name);
 	if (fd >= 0 && close(fd) < 0 && rc == 0)
 		rc = err_set_sys(err, ERR_IO, errno, "write %s: close %s", what, name);
 	if (rc == 0 && rename(name, path) < 0)
@@ -54,6 +64,20 @@ int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, 
 		unlink(name);
 	free(name);
 	return rc;
+}
+
+int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode,
+                    const char *what, struct err **err)
+{
+	struct atomic_src src = {.p = p, .n = n, .from = -1};
+	return write_atomic(path, tmp, &src, mode, what, err);
+}
+
+int fd_copy_atomic(const char *path, const char *tmp, int from, unsigned mode, const char *what,
+                   struct err **err)
+{
+	struct atomic_src src = {.from = from};
+	return write_atomic(path, tmp, &src, mode, what, err);
 }
 
 int fd_copy_from_start(int from, int to, const char *what, struct err **err)

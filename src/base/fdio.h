@@ -20,6 +20,11 @@ int fd_write_all(int fd, const void *p, size_t n, const char *what, struct err *
 int fd_write_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode,
                     const char *what, struct err **err);
 
+/* fd_write_atomic() of everything in the file `from` (from its offset 0), synced to disk
+ * before the rename: a copy of a program that others will exec. */
+int fd_copy_atomic(const char *path, const char *tmp, int from, unsigned mode, const char *what,
+                   struct err **err);
+
 /* Copies everything from `from`, starting at its offset 0, to `to`. Fails with ERR_IO
  * naming `what`. */
 int fd_copy_from_start(int from, int to, const char *what, struct err **err);

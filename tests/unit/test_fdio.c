@@ -1,6 +1,7 @@
 /* Unit tests: fd_accept (fdio.h): a connection waiting while no descriptor is free is
  * retried sleeping, never in a busy loop, and a wake ends the wait. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -241,6 +242,26 @@ TEST(write_atomic)
 	CHECK(fd_write_atomic(path, tmp, "evil", 4, 0600, "a test file", &e) == -1);
 	CHECK(access(link, F_OK) < 0);
 	err_free(e);
+	e = NULL;
+	unlink(tmp);
+	/* a copy of a file, from its start whatever its offset, with the mode asked */
+	char src[96];
+	snprintf(src, sizeof(src), "%s/src", dir);
+	CHECK(fd_write_atomic(src, tmp, "a program\n", 10, 0600, "a test file", &e) == 0);
+	int from = open(src, O_RDONLY | O_CLOEXEC);
+	CHECK(from >= 0 && lseek(from, 4, SEEK_SET) == 4);
+	CHECK(fd_copy_atomic(path, tmp, from, 0555, "a copy", &e) == 0);
+	got = slurp(path);
+	CHECK(got && strcmp(got, "a program\n") == 0);
+	free(got);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0555 && access(tmp, F_OK) < 0);
+	/* a source that cannot be read: the error names what, and no temporary file stays */
+	close(from);
+	from = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(fd_copy_atomic(path, tmp, from, 0555, "a copy", &e) == -1);
+	CHECK(e && e->code == ERR_IO && access(tmp, F_OK) < 0);
+	err_free(e);
+	close(from);
 	fd_remove_tree(dir, "test", NULL);
 }
 
