@@ -10,7 +10,19 @@ Fails (exit 1, one line per finding, naming the file and line) when:
     hide a KRMPOD_* name);
   - a Kubernetes REST path ("/api/v1...", "/apis/...", "/version") is written outside
     src/kube/kube_api.c;
-  - a goto appears (the one cleanup pattern is base/cleanup.h's attributes).
+  - a goto appears (the one cleanup pattern is base/cleanup.h's attributes);
+  - a file's name begins with the name of another folder (`config/fn_request.c`): a file is
+    named after its own folder's concern;
+  - a function is longer than MAX_FUNCTION_LINES lines (its braces included);
+  - `exit()` is called outside src/cli/, `_exit()` outside the places that fork (EXIT_PLACES),
+    `printf`/`puts`/`fprintf(stdout|stderr)` outside src/cli/ and the logging module, or
+    getenv() outside src/cli/, the settings module and ENV_PLACES (the core never ends the
+    process, prints, or reads the environment behind the request's back).
+
+Each folder has a README.md that introduces it: `# folder/ — what it is`, a blank line, and
+three lines. The layer diagram of docs/architecture.md is made from LAYERS and those titles:
+`--diagram` prints it, `--check-doc FILE` fails when the block after DIAGRAM_MARKER in FILE
+differs (run by scripts/lint.sh).
 
 `scripts/layers.py --graph` prints the module graph instead (for docs/architecture.md).
 `--root DIR` checks another tree (tests/lint/test_layers.sh plants violations in a copy).
@@ -35,12 +47,34 @@ LAYERS = [
 ]
 SETTINGS_MODULE = "config/"
 API_MODULE = "kube/kube_api.c"
+CLI = "cli/"
+MAX_FUNCTION_LINES = 60
+# Where a forked child ends with _exit(), without running its parent's atexit handlers.
+EXIT_PLACES = {
+    "agent/agent_call.c": "the child that execs the function",
+    "agent/agent_serve.c": "the child that runs one call of a session",
+    "base/fd_cap.c": "the child that relays a bounded stderr",
+    "cmp/prestart_janitor.c": "generate's janitor child",
+}
+# The process environment read outside the settings module, each for what the OS or
+# Kubernetes puts there (docs/architecture.md, "Settings").
+ENV_PLACES = {
+    "agent/agent_call.c": "the function container's own PATH",
+    "base/fdio.c": "TMPDIR",
+    "kube/kubeconfig.c": "KUBECONFIG, HOME and the in-cluster KUBERNETES_SERVICE_*",
+}
+LOG_MODULE = "base/log.c"
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 GETENV = re.compile(r'\bgetenv\s*\(\s*([^)]*)\)')
 KRMPOD_READ = re.compile(r'\b(?:getenv|env_get|settings_env)\s*\(\s*(?:[^,()]*,\s*)?"KRMPOD_')
 REST_PATH = re.compile(r'"(/api/v1\b|/apis/|/version\b)')
 GOTO = re.compile(r'\bgoto\b')
+EXIT = re.compile(r'(?<![\w.>])exit\s*\(')
+UNDER_EXIT = re.compile(r'(?<![\w.>])_exit\s*\(')
+PRINT = re.compile(r'(?<![\w.>])(?:printf|puts|putchar|vprintf)\s*\(|\bfprintf\s*\(\s*std(?:out|err)\b')
+ANY_GETENV = re.compile(r'(?<![\w.>])(?:secure_)?getenv\s*\(')
+FUNCTION_NAME = re.compile(r'(\w+)\s*\(')
 
 
 def rank_of(folder):
@@ -112,8 +146,103 @@ def find_cycle(graph):
     return None
 
 
+DIAGRAM_MARKER = "<!-- the layers, made by scripts/layers.py --diagram; make lint checks it -->"
+README_TITLE = re.compile(r"^# (\w+)/ — (\S.*)$")
+
+
+def folder_readme(root, folder):
+    """(title, problems) of src/FOLDER/README.md."""
+    path = os.path.join(root, folder, "README.md")
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().rstrip("\n").split("\n")
+    except OSError:
+        return None, [f"src/{folder}/: no README.md that introduces the folder"]
+    m = README_TITLE.match(lines[0])
+    if not m or m.group(1) != folder:
+        return None, [f"src/{folder}/README.md:1: the first line must be "
+                      f"\"# {folder}/ — what it is\""]
+    if len(lines) != 5 or lines[1] != "" or not all(lines[2:]):
+        return m.group(2), [f"src/{folder}/README.md: the title, a blank line and three "
+                            "lines that introduce the folder"]
+    return m.group(2), []
+
+
+def diagram(root):
+    """The layer diagram, from LAYERS and the folders' README titles."""
+    rows = []
+    for row in LAYERS:
+        titles = [folder_readme(root, f)[0] or "?" for f in row]
+        if len(row) == 1:
+            rows.append(f"   {row[0] + '/':<9} {titles[0]}")
+        else:
+            rows.append("   " + " ".join(f + "/" for f in row) + "   " + " │ ".join(titles))
+    return "\n    │\n".join(rows) + "\n"
+
+
+def check_doc(root, doc):
+    """Problems when the diagram block of doc is not diagram(root)."""
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    i = text.find(DIAGRAM_MARKER + "\n```\n")
+    if i < 0:
+        return [f"{doc}: no layer diagram after the line {DIAGRAM_MARKER}"]
+    start = i + len(DIAGRAM_MARKER) + 5
+    end = text.find("```", start)
+    if text[start:end] != diagram(root):
+        return [f"{doc}: the layer diagram is not what scripts/layers.py --diagram makes "
+                "(paste its output)"]
+    return []
+
+
+def long_functions(rel, raw):
+    """(line, name, length) of each function longer than MAX_FUNCTION_LINES: a definition is
+    written (clang-format) with its opening and closing braces alone in column 0."""
+    out, start, lines = [], None, raw.split("\n")
+    for i, line in enumerate(lines):
+        if line == "{":
+            start = i
+        elif line == "}" and start is not None:
+            n = i - start + 1
+            j = start - 1
+            while j > 0 and "(" not in lines[j]:
+                j -= 1
+            m = FUNCTION_NAME.search(lines[j])
+            if n > MAX_FUNCTION_LINES:
+                out.append((j + 1, m.group(1) if m else "?", n))
+            start = None
+    return out
+
+
+def process_calls(rel, lines):
+    """exit, _exit, printing and getenv where the core must not have them."""
+    problems = []
+    if rel.startswith(CLI):
+        return problems
+    for lineno, line in enumerate(lines, 1):
+        if EXIT.search(line):
+            problems.append(f"src/{rel}:{lineno}: calls exit(): only src/{CLI} ends the "
+                            "process; return an error instead")
+        if UNDER_EXIT.search(line) and rel not in EXIT_PLACES:
+            problems.append(f"src/{rel}:{lineno}: calls _exit() outside a forked child's "
+                            "places (EXIT_PLACES in scripts/layers.py)")
+        if PRINT.search(line) and rel != LOG_MODULE:
+            problems.append(f"src/{rel}:{lineno}: prints to stdout or stderr: write through "
+                            f"the logging module (src/{LOG_MODULE}) or a descriptor handed "
+                            "down")
+        if (ANY_GETENV.search(line) and not rel.startswith(SETTINGS_MODULE) and
+                rel not in ENV_PLACES):
+            problems.append(f"src/{rel}:{lineno}: reads the environment: settings come from "
+                            f"src/{SETTINGS_MODULE} (or add the place to ENV_PLACES, and to "
+                            "docs/architecture.md, with its reason)")
+    return problems
+
+
 def check(root):
     problems, graph = [], {}
+    folders = {f for f in os.listdir(root) if os.path.isdir(os.path.join(root, f))}
+    for folder in sorted(folders):
+        problems += folder_readme(root, folder)[1]
     for folder, name, path in sources(root):
         rel = f"{folder}/{name}"
         mod = f"{folder}/{os.path.splitext(name)[0]}"
@@ -123,6 +252,10 @@ def check(root):
             problems.append(f"src/{rel}: folder {folder}/ is not a layer "
                             "(add it to LAYERS in scripts/layers.py and to docs/architecture.md)")
             continue
+        prefix = re.split(r"[_.]", name, 1)[0]
+        if prefix != folder and prefix in folders:
+            problems.append(f"src/{rel}: named after another folder ({prefix}/): name a file "
+                            f"after its own folder's concern")
         with open(path, encoding="utf-8") as f:
             raw = f.read()
         code = strip_comments(raw)
@@ -150,6 +283,10 @@ def check(root):
             if tmod != mod:
                 graph[mod].add(tmod)
         lines = code.splitlines()
+        for lineno, fname, n in long_functions(rel, raw):
+            problems.append(f"src/{rel}:{lineno}: {fname}() is {n} lines long: at most "
+                            f"{MAX_FUNCTION_LINES}; split it into steps with names")
+        problems += process_calls(rel, lines)
         for lineno, line in enumerate(lines, 1):
             if not rel.startswith(SETTINGS_MODULE):
                 if KRMPOD_READ.search(line):
@@ -173,7 +310,8 @@ def check(root):
 
 def main(argv):
     root = "src"
-    graph_only = False
+    graph_only = diagram_only = False
+    docs = []
     args = list(argv[1:])
     while args:
         a = args.pop(0)
@@ -181,10 +319,20 @@ def main(argv):
             root = args.pop(0)
         elif a == "--graph":
             graph_only = True
+        elif a == "--diagram":
+            diagram_only = True
+        elif a == "--check-doc" and args:
+            docs.append(args.pop(0))
         else:
-            print(f"usage: {argv[0]} [--root DIR] [--graph]", file=sys.stderr)
+            print(f"usage: {argv[0]} [--root DIR] [--graph | --diagram] [--check-doc FILE]",
+                  file=sys.stderr)
             return 2
+    if diagram_only:
+        sys.stdout.write(diagram(root))
+        return 0
     problems, graph = check(root)
+    for doc in docs:
+        problems += check_doc(root, doc)
     if graph_only:
         for m in sorted(graph):
             print(f"{m}: {' '.join(sorted(graph[m]))}")

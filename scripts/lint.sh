@@ -26,7 +26,7 @@ if grep -rnE '\btime[[:space:]]*\([[:space:]]*NULL[[:space:]]*\)|CLOCK_REALTIME|
 	echo "lint: the wall clock read above outside src/base/clock.c (use epoch_ms/epoch_s)" >&2
 	status=1
 fi
-if ! /usr/bin/python3 scripts/layers.py; then
+if ! /usr/bin/python3 scripts/layers.py --check-doc docs/architecture.md; then
 	echo "lint: src/ breaks its layering (docs/architecture.md, \"Layers\")" >&2
 	status=1
 fi

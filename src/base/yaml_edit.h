@@ -2,7 +2,7 @@
  * libyaml reads are written back by libyaml's emitter, each scalar with its own style, tag
  * and implicit flags, so every value a reader sees is the same (layout and comments are
  * not kept). Used to rewrite a per-request copy of a kustomization for function catalogs
- * (cmp/catalog_apply.c): drop a top-level key kustomize does not know, give a function
+ * (cmp/cmp_catalogs.c): drop a top-level key kustomize does not know, give a function
  * config its runtime annotation, replace an inline function config.
  *
  * Every document is edited; a document whose root is not a mapping is copied as it is.

@@ -1,7 +1,7 @@
 /* catalog_store.h — catalogs loaded, and trusted only as the admin says (docs/catalogs.md,
  * "Trust").
  *
- * The admin lists catalogs in two settings, with the syntax of config/catalog_ref.h:
+ * The admin lists catalogs in two settings, with the syntax of config/locations.h:
  * KRMPOD_TRUSTED_CATALOGS (catalogs a kustomization may list) and KRMPOD_DEFAULT_CATALOGS
  * (searched after a layer's own catalogs for every kustomization; trusted because the admin
  * lists them). A catalog a kustomization lists is used only when it is trusted:
@@ -28,7 +28,7 @@
 
 #include "base/err.h"
 #include "catalog/catalog.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "config/settings.h"
 
 /* The OCI media type of a catalog (KEP-2906). */

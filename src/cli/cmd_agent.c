@@ -82,7 +82,7 @@ int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err)
 	return 0;
 }
 
-/* Exec mode: the gate's time in the function container (pod_spec.c) holds the pod's first
+/* Exec mode: the gate's time in the function container (pod_manifest.c) holds the pod's first
  * function back until the pod is isolated; the mark in WORKDIR (agent_gate.h) spares the
  * later calls and sessions of the same pod. Unset afterwards, so that the functions a
  * session runs do not see the variables. */

@@ -1,10 +1,10 @@
 /* cmd_catalog.c — `krmpod catalog view [DIR] [-o text|yaml|json]` and `krmpod catalog
- * validate REFERENCE [-o text|yaml|json]` (catalog_view.h). */
+ * validate REFERENCE [-o text|yaml|json]` (cmp_view.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cmd.h"
-#include "cmp/catalog_view.h"
+#include "cmp/cmp_view.h"
 #include "config/settings.h"
 
 extern char **environ;

@@ -21,16 +21,16 @@
 #include "base/strv.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
-#include "cmp/catalog_apply.h"
+#include "catalog/image_policy.h"
+#include "cmp/cmp_catalogs.h"
 #include "cmp/kustomization.h"
 #include "cmp/kustomize_run.h"
 #include "cmp/prestart.h"
-#include "config/cmp_settings.h"
+#include "config/plugin_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_gc.h"
-#include "fn/shim_marker.h"
+#include "fn/fn_marker.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kubeconfig.h"
@@ -267,7 +267,7 @@ struct render {
 	struct policy policy;                 /* the image policy */
 	char *policy_file;                    /* ... handed to the shims */
 	struct prestart *pre;
-	char *running_dir; /* the shims' markers (fn/shim_marker.h) */
+	char *running_dir; /* the shims' markers (fn/fn_marker.h) */
 	char **env;        /* kustomize's */
 	struct buf out;
 };
@@ -300,7 +300,7 @@ static void render_free(struct render *r)
 	cmp_settings_clear(&r->cs);
 }
 
-/* The image policy (policy.h), checked for every function of the tree before kustomize
+/* The image policy (image_policy.h), checked for every function of the tree before kustomize
  * runs, and handed to the shims as a file, which check it again. With the warm pool, the
  * file also carries the admin's catalog images for shareAcrossApplications (fn_config.c) and
  * the entrypoints they record (fn_image.c), so that no shim fetches a catalog. */
@@ -412,7 +412,7 @@ static int prepare(struct render *r, char *const *envp, struct err **err)
 }
 
 /* Shims that died without a word, as their markers tell once kustomize ended
- * (fn/shim_marker.h): each one's function is named in *what (NULL when there is none) and
+ * (fn/fn_marker.h): each one's function is named in *what (NULL when there is none) and
  * its pod, when it had one, deleted (bounded, not cancellable: nobody else will). */
 static void lost_shims(struct render *r, char **what)
 {

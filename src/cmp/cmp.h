@@ -1,6 +1,6 @@
 /* cmp.h — the Argo CD config-management-plugin hooks (plugin.yaml names them;
  * docs/internals/generate.md). Each works on the current directory, the application's
- * source path, with the settings of envp (cmp_settings.h for the hooks, settings.h for the
+ * source path, with the settings of envp (plugin_settings.h for the hooks, settings.h for the
  * shims they run).
  *
  * generate: kustomize with krmpod first on its PATH as `docker` (a private bin dir), every
@@ -14,7 +14,7 @@
  *
  * discover: writes each containerized function of the kustomization tree ("WHERE:
  * container function IMAGE"), each catalog a layer lists and each function config a
- * catalog would resolve (catalog_apply.h) to out; *found says whether there is any (else
+ * catalog would resolve (cmp_catalogs.h) to out; *found says whether there is any (else
  * the kustomization is left to Argo CD's built-in kustomize). No kustomization is *found
  * false, not an error. */
 #ifndef KRMPOD_CMP_H

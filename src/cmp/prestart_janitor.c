@@ -22,9 +22,9 @@
 #include "base/log.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
+#include "fn/fn_offer.h"
 #include "fn/fn_pool.h"
 #include "fn/fn_session.h"
-#include "fn/prestart_offer.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 
@@ -51,7 +51,7 @@ static void touch(const char *path)
 
 /* A pool function: an idle pod of its pool is leased for the render, else one is made
  * (leased, while the namespace has room), and offered with the note "pool HOLDER warm|cold"
- * (prestart_offer.h). Returns 1 when there is an offer. */
+ * (fn_offer.h). Returns 1 when there is an offer. */
 static void start_opener(struct prestart *p, struct offer *o, struct json *created);
 
 static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct offer *o)

@@ -13,7 +13,7 @@
 
 #include "base/json.h"
 #include "base/sha256.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "fn/fn_session.h"
 #include "kube/kubeconfig.h"

@@ -1,5 +1,5 @@
 /* tree_copy.h — a private copy of the directories kustomize reads, for `krmpod generate`:
- * catalogs are applied by rewriting files (catalog_apply.h), and the tree generate was
+ * catalogs are applied by rewriting files (cmp_catalogs.h), and the tree generate was
  * started in is never written.
  *
  * Regular files, directories and symlinks (as links) are copied with their modes; `.git`

@@ -740,6 +740,31 @@ static int load_pull_secrets(char *const *e, struct settings *s, struct err **er
 	return 0;
 }
 
+/* The byte limits: a mount's files, a function's output and its stderr. */
+static int load_sizes(char *const *e, struct settings *s, struct err **err)
+{
+	const char *mmax = settings_env(e, "KRMPOD_MOUNT_MAX_BYTES");
+	s->mount_max_bytes = 64LL << 20;
+	if (mmax &&
+	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
+		return -1;
+	const char *omax = settings_env(e, "KRMPOD_MAX_OUTPUT");
+	s->max_output = 64LL << 20;
+	if (omax && settings_parse_size("KRMPOD_MAX_OUTPUT", omax, &s->max_output, err) < 0)
+		return -1;
+	const char *emax = settings_env(e, "KRMPOD_MAX_STDERR");
+	s->max_stderr = 1LL << 20;
+	if (emax && settings_parse_size("KRMPOD_MAX_STDERR", emax, &s->max_stderr, err) < 0)
+		return -1;
+	if (s->max_stderr < FD_CAP_MIN)
+		return err_set(
+		        err, ERR_CONFIG,
+		        "KRMPOD_MAX_STDERR=%s: at least %d bytes (it keeps the first and the "
+		        "last half of a function's stderr)",
+		        emax, FD_CAP_MIN);
+	return 0;
+}
+
 static int load(char *const *e, struct settings *s, struct err **err)
 {
 	if (load_dns_label(e, "KRMPOD_NAMESPACE", &s->namespace, err) < 0 ||
@@ -773,27 +798,9 @@ static int load(char *const *e, struct settings *s, struct err **err)
 	load_string(e, "KRMPOD_HELPER_IMAGE", &s->helper_image);
 	load_string(e, "KRMPOD_CONTEXT", &s->kube_context);
 	load_string(e, "KRMPOD_SERVICEACCOUNT_DIR", &s->serviceaccount_dir);
-	const char *mmax = settings_env(e, "KRMPOD_MOUNT_MAX_BYTES");
-	s->mount_max_bytes = 64LL << 20;
-	if (mmax &&
-	    settings_parse_size("KRMPOD_MOUNT_MAX_BYTES", mmax, &s->mount_max_bytes, err) < 0)
-		return -1;
-	const char *omax = settings_env(e, "KRMPOD_MAX_OUTPUT");
-	s->max_output = 64LL << 20;
-	if (omax && settings_parse_size("KRMPOD_MAX_OUTPUT", omax, &s->max_output, err) < 0)
-		return -1;
-	const char *emax = settings_env(e, "KRMPOD_MAX_STDERR");
-	s->max_stderr = 1LL << 20;
-	if (emax && settings_parse_size("KRMPOD_MAX_STDERR", emax, &s->max_stderr, err) < 0)
-		return -1;
-	if (s->max_stderr < FD_CAP_MIN)
-		return err_set(
-		        err, ERR_CONFIG,
-		        "KRMPOD_MAX_STDERR=%s: at least %d bytes (it keeps the first and the "
-		        "last half of a function's stderr)",
-		        emax, FD_CAP_MIN);
-	if (load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 || load_pool(e, s, err) < 0 ||
-	    load_net_gate(e, s, err) < 0 || load_pull_secrets(e, s, err) < 0 ||
+	if (load_sizes(e, s, err) < 0 || load_catalogs(e, s, err) < 0 || load_mode(e, s, err) < 0 ||
+	    load_pool(e, s, err) < 0 || load_net_gate(e, s, err) < 0 ||
+	    load_pull_secrets(e, s, err) < 0 ||
 	    load_duration(e, "KRMPOD_LEASE_RENEW", 20000, &s->lease_renew_ms, err) < 0)
 		return -1;
 	if (s->lease_renew_ms < 1000)

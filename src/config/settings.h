@@ -12,7 +12,7 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "config/catalog_ref.h"
+#include "config/locations.h"
 
 /* KRMPOD_IMAGE_POLICY: which images may run (docs/catalogs.md). */
 enum image_policy {
@@ -97,11 +97,11 @@ struct settings {
 	/* KRMPOD_FN_OVERRIDES: a file `krmpod generate` writes with the per-function
 	 * annotations it found (image TAB cpu TAB memory per line); NULL when unset. */
 	char *fn_overrides;
-	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (fn/prestart_offer.h);
+	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (fn/fn_offer.h);
 	 * NULL when unset. */
 	char *prestart_dir;
 	/* KRMPOD_RUNNING_DIR: where a shim under `krmpod generate` keeps its marker while it runs
-	 * (fn/shim_marker.h); NULL when unset. */
+	 * (fn/fn_marker.h); NULL when unset. */
 	char *running_dir;
 	/* KRMPOD_CONTEXT: the kubeconfig context to use instead of current-context; NULL. */
 	char *kube_context;
@@ -174,7 +174,7 @@ int settings_load_env(struct settings *s, char *const *envp, struct err **err);
  * round's wait either side (agent_gate.h, AGENT_GATE_MIN_MS, checks it is no less). */
 #define SETTINGS_NET_GATE_MIN_MS 2000
 
-/* Inside a function pod, what pod_spec.c gave the gate's container:
+/* Inside a function pod, what pod_manifest.c gave the gate's container:
  * - SETTINGS_NET_GATE_ENV: the gate's time in ms (exec mode's function container; attach
  *   mode's init container takes it as its argument), 0 when unset: no gate;
  * - SETTINGS_NET_GATE_NODE_ENV: the node's address (status.hostIP), whose kubelet the gate

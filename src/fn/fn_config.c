@@ -14,13 +14,13 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "fn/fn_image.h"
 #include "fn/fn_pool.h"
 #include "fn/fn_trust.h"
 #include "kube/kube_api.h"
+#include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
-#include "pod/pod_spec.h"
 #include "pod/pod_template.h"
 
 /* The namespace and owner rules (fn_config.h) on loaded settings. */

@@ -28,7 +28,7 @@
 
 #include "base/err.h"
 #include "base/sha256.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "kube/kubeconfig.h"
 

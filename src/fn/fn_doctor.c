@@ -25,7 +25,7 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
@@ -35,7 +35,7 @@
 #include "kube/kube_version.h"
 #include "kube/kubeconfig.h"
 #include "pod/netpol.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_manifest.h"
 #include "sign/sig_policy.h"
 
 struct report {

@@ -36,8 +36,8 @@
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kubeconfig.h"
+#include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
-#include "pod/pod_spec.h"
 
 /* When the API server last wrote the pod (the latest time in its managedFields: the API
  * server stamps each write with its own clock); with own_only, only the writes to the pod

@@ -16,7 +16,7 @@
 #include "base/strv.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "fn/fn_pull_auth.h"
 #include "registry/registry.h"
 

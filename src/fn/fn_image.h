@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "kube/kubeconfig.h"
 

@@ -11,13 +11,13 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
 #include "kube/kubeconfig.h"
 
-/* The image policy (catalog/policy.h), before any pod exists. */
+/* The image policy (catalog/image_policy.h), before any pod exists. */
 static int check_policy(const struct settings *s, const struct fn_request *req, atomic_int *cancel,
                         struct err **err)
 {

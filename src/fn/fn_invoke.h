@@ -5,7 +5,7 @@
 #define KRMPOD_FN_INVOKE_H
 
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "fn/fn_run.h"
 
 /* Runs req with the settings in envp (NAME=VALUE strings); the settings complete req (exec

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "fn/fn_pod.h"
 #include "mounts/mounts.h"

@@ -162,6 +162,51 @@ static int reread_log(struct fn_pod *p, size_t limit, size_t head, struct buf *l
 	return -1;
 }
 
+/* A reason the output cannot be proven complete: after a run that succeeded, unproven()
+ * (fails unless the admin allowed it); after one that failed, only a warning. */
+static int unproven_if(struct fn_pod *p, bool succeeded, const char *reason, struct err **err)
+{
+	if (succeeded)
+		return unproven(p, reason, err);
+	log_warn("%s", reason);
+	return 0;
+}
+
+/* Reads the pod log into *log (up to `limit`, its first `head` bytes kept; *total counted)
+ * and splits it against the `attached` bytes (fn_output_log_split()). The container has
+ * ended, but its runtime may not have written its log to the end yet: a log that does not
+ * line up is read again, for LOG_SETTLE_MS at most. Returns 0, or 1 with why not in reason. */
+static int read_settled_log(struct fn_pod *p, const struct kube_stream_result *res,
+                            uint64_t attached, size_t limit, size_t head, struct buf *log,
+                            size_t *total, size_t *pre, size_t *missing, char *reason,
+                            size_t reason_size)
+{
+	cleanup_err struct err *e = NULL;
+	if (fn_pod_read_log(p, limit, head, log, total, &e) < 0) {
+		snprintf(reason, reason_size,
+		         "its pod log could not be read to recover output written before the "
+		         "attach and to check that none was lost (%.560s)",
+		         e->msg);
+		return 1;
+	}
+	for (int64_t until = now_ms() + LOG_SETTLE_MS;;) {
+		if (fn_output_log_split(log->data ? log->data : "", log->len, *total,
+		                        *total >= limit, attached, res->prefix, res->prefix_len,
+		                        pre, missing) == 0)
+			return 0;
+		if (now_ms() >= until || sleep_ms(LOG_SETTLE_STEP_MS, fn_pod_cancel_flag(p)) ||
+		    reread_log(p, limit, head, log, total) < 0) {
+			snprintf(reason, reason_size,
+			         "the pod log (%zu bytes) does not line up with the %llu bytes the "
+			         "attach delivered (rotated, or stdout and stderr ordered "
+			         "differently): output written before the attach cannot be "
+			         "recovered",
+			         *total, (unsigned long long)attached);
+			return 1;
+		}
+	}
+}
+
 /* After the function ended, its pod log is all it wrote (fn_output_log_split()): the part
  * written before the attach goes out (to stdout when `pre_to_stdout`, else stderr), and a log
  * that holds more than the attach delivered after that part fails the run: the stream ended
@@ -184,39 +229,10 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 	size_t limit = checkable ? (size_t)want : head;
 	cleanup_buf struct buf log;
 	buf_init(&log, 0);
-	cleanup_err struct err *e = NULL;
-	size_t total = 0;
-	if (fn_pod_read_log(p, limit, head, &log, &total, &e) < 0) {
-		snprintf(
-		        reason, sizeof(reason),
-		        "its pod log could not be read to recover output written before the attach "
-		        "and to check that none was lost (%.560s)",
-		        e->msg);
-		if (!succeeded)
-			log_warn("%s", reason);
-		return succeeded ? unproven(p, reason, err) : 0;
-	}
-	size_t pre = 0, missing = 0;
-	/* The container has ended, but its runtime may not have written its log to the end
-	 * yet: a log that does not line up is read again, for LOG_SETTLE_MS at most. */
-	for (int64_t until = now_ms() + LOG_SETTLE_MS;;) {
-		if (fn_output_log_split(log.data ? log.data : "", log.len, total, total >= limit,
-		                        attached, res->prefix, res->prefix_len, &pre,
-		                        &missing) == 0)
-			break;
-		if (now_ms() >= until || sleep_ms(LOG_SETTLE_STEP_MS, fn_pod_cancel_flag(p)) ||
-		    reread_log(p, limit, head, &log, &total) < 0) {
-			snprintf(reason, sizeof(reason),
-			         "the pod log (%zu bytes) does not line up with the %llu bytes the "
-			         "attach delivered (rotated, or stdout and stderr ordered "
-			         "differently): output written before the attach cannot be "
-			         "recovered",
-			         total, (unsigned long long)attached);
-			if (!succeeded)
-				log_warn("%s", reason);
-			return succeeded ? unproven(p, reason, err) : 0;
-		}
-	}
+	size_t total = 0, pre = 0, missing = 0;
+	if (read_settled_log(p, res, attached, limit, head, &log, &total, &pre, &missing, reason,
+	                     sizeof(reason)) != 0)
+		return unproven_if(p, succeeded, reason, err);
 	if (!checkable && succeeded) {
 		snprintf(reason, sizeof(reason),
 		         "%llu bytes of output are more than the pod log check reads "
@@ -252,10 +268,8 @@ static int check_log_after_end(struct fn_pod *p, const struct fn_io *io,
 		         "%zu bytes were written before the attach; only the first %zu can be "
 		         "recovered",
 		         pre, log.len);
-		if (succeeded && unproven(p, reason, err) < 0)
+		if (unproven_if(p, succeeded, reason, err) < 0)
 			return -1;
-		if (!succeeded)
-			log_warn("%s", reason);
 		pre = log.len;
 	}
 	return write_log_output(p, io, log.data, pre, pre_to_stdout, res->bytes_out, succeeded,

@@ -18,13 +18,13 @@
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
 #include "fn/fn_lease.h"
+#include "fn/fn_marker.h"
+#include "fn/fn_offer.h"
 #include "fn/fn_pool.h"
 #include "fn/fn_session.h"
-#include "fn/prestart_offer.h"
-#include "fn/shim_marker.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_manifest.h"
 
 /* Time allowed for deleting the pod after everything else, including after a signal. */
 #define DELETE_DEADLINE_MS 1500

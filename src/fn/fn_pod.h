@@ -6,7 +6,7 @@
  * its counters. fn_pod_acquire() takes the pod from the first source that has one:
  *
  *   prestart   a pod `krmpod generate` started ahead for exactly this request
- *              (prestart_offer.h), claimed by its key;
+ *              (fn_offer.h), claimed by its key;
  *   create     a new pod, created now (a full ResourceQuota is waited out within
  *              KRMPOD_START_TIMEOUT).
  *
@@ -32,7 +32,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "kube/kube_stream.h"
 #include "kube/kube_watch.h"

@@ -13,7 +13,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xalloc.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "kube/kube_api.h"
 #include "pod/pod_names.h"
 

@@ -27,7 +27,7 @@
 
 #include "base/err.h"
 #include "base/json.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "kube/kube_http.h"
 

@@ -10,7 +10,7 @@
 #include "base/xalloc.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_manifest.h"
 
 #define DOCKERCONFIGJSON "kubernetes.io/dockerconfigjson"
 

@@ -17,7 +17,7 @@
 #define KRMPOD_FN_RUN_H
 
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "fn/fn_output.h"
 #include "kube/kubeconfig.h"

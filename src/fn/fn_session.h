@@ -2,7 +2,7 @@
  * exec-mode.md, "Sessions"; the frames are agent_frame.h's).
  *
  * generate's janitor opens one pods/exec of `krmpod serve` per pool pod it leased for the
- * render and listens on a unix socket in the offer directory (prestart_offer.h). A shim
+ * render and listens on a unix socket in the offer directory (fn_offer.h). A shim
  * that claimed the offer connects and runs its call through it: no API request, no TLS
  * handshake, no process made by the container runtime, per call. The relay forwards bytes
  * both ways, one connection at a time, and reads the pod's frames only to see each call's

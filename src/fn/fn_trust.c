@@ -11,7 +11,7 @@
 #include "base/signals.h"
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "fn/fn_image.h"
 #include "registry/registry.h"
 #include "sign/sig_policy.h"

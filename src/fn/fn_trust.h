@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 
 /* Checks req->image against s->signature_policy (nothing without one, or when no

@@ -49,7 +49,7 @@ void kube_api_stream_path_parts(const char *path, char **ns, char **subresource)
 
 /* --- calls ---------------------------------------------------------------------------- */
 
-/* The label that makes a pod create safe to repeat: a random value per body (pod_spec.h
+/* The label that makes a pod create safe to repeat: a random value per body (pod_manifest.h
  * writes it). */
 #define KUBE_LABEL_CREATE_ID "krmpod.dev/create-id"
 

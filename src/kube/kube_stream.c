@@ -225,6 +225,35 @@ static int send_stdin(struct kube_stream *s)
 	return 0;
 }
 
+/* The bearer token, into the upgrade request's headers. */
+static int add_token_header(const struct kube_stream *s, struct lws *wsi, void *in, size_t len)
+{
+	if (s->token == NULL)
+		return 0;
+	unsigned char **p = (unsigned char **)in, *end = (*p) + len;
+	cleanup_free char *v = xasprintf("Bearer %s", s->token);
+	if (lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
+	                                (const unsigned char *)v, (int)strlen(v), p, end))
+		return -1;
+	return 0;
+}
+
+/* The protocol the server chose must be PROTOCOL. The response headers are only readable
+ * here, before lws frees them. */
+static int check_protocol(struct kube_stream *s, struct lws *wsi)
+{
+	char proto[64] = "";
+	lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL);
+	if (strcmp(proto, PROTOCOL) == 0)
+		return 0;
+	s->failed = true;
+	snprintf(s->fail_reason, sizeof(s->fail_reason),
+	         "the server chose stream protocol \"%s\"; krmpod needs %s (Kubernetes 1.30 or "
+	         "newer), because older protocols cannot close stdin",
+	         proto, PROTOCOL);
+	return -1;
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
@@ -233,31 +262,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 	if (s == NULL)
 		return 0;
 	switch (reason) {
-	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
-		if (s->token == NULL)
-			break;
-		unsigned char **p = (unsigned char **)in, *end = (*p) + len;
-		cleanup_free char *v = xasprintf("Bearer %s", s->token);
-		if (lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
-		                                (const unsigned char *)v, (int)strlen(v), p, end))
-			return -1;
-		break;
-	}
-	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH: {
-		/* The response headers are only readable here, before lws frees them. */
-		char proto[64] = "";
-		lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL);
-		if (strcmp(proto, PROTOCOL) != 0) {
-			s->failed = true;
-			snprintf(s->fail_reason, sizeof(s->fail_reason),
-			         "the server chose stream protocol \"%s\"; krmpod needs %s "
-			         "(Kubernetes 1.30 or newer), because older protocols cannot close "
-			         "stdin",
-			         proto, PROTOCOL);
-			return -1;
-		}
-		break;
-	}
+	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+		return add_token_header(s, wsi, in, len);
+	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+		return check_protocol(s, wsi);
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		s->established = true;
 		if (s->o.in_fd >= 0)
@@ -516,6 +524,36 @@ int kube_stream_open(struct kube_config *cfg, const struct kube_stream_opts *opt
 	return 0;
 }
 
+/* The stream ended without a Status: it ended well only with a normal Close (1000, or no
+ * code), after all of stdin was sent. */
+static int check_end_without_status(const struct kube_stream *s, struct err **err)
+{
+	/* a dropped connection or a Close that reports an error (1011...) cut it short */
+	bool clean_close = s->peer_closed && (s->close_code == 1000 || s->close_code == 1005);
+	if (!clean_close) {
+		char how[64] = "";
+		if (s->peer_closed)
+			snprintf(how, sizeof(how), " (the server closed it with code %d)",
+			         s->close_code);
+		return err_set(err, ERR_NET,
+		               "stream: the connection was lost after %llu bytes of stdin, %llu of "
+		               "stdout and %llu of stderr%s",
+		               (unsigned long long)s->res.bytes_in,
+		               (unsigned long long)s->res.bytes_out,
+		               (unsigned long long)s->res.bytes_err, how);
+	}
+	/* A normal Close while stdin was still being sent: the function may have read only
+	 * part of its input, and nothing says how it ended. Never a success. */
+	if (s->o.in_fd >= 0 && !s->close_sent)
+		return err_set(err, ERR_NET,
+		               "stream: the server closed the connection (code %d) with no exit "
+		               "status before all of stdin was sent (%llu bytes were): the "
+		               "function may have read only part of its input, so its output is "
+		               "incomplete",
+		               s->close_code, (unsigned long long)s->res.bytes_in);
+	return 0;
+}
+
 int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struct err **err)
 {
 	int rc = 0;
@@ -542,28 +580,8 @@ int kube_stream_run(struct kube_stream *s, struct kube_stream_result *res, struc
 	}
 	/* Without a Status the stream ended well only with a normal Close (1000, or no code):
 	 * a dropped connection or a Close that reports an error (1011...) cut it short. */
-	bool clean_close = s->peer_closed && (s->close_code == 1000 || s->close_code == 1005);
-	if (rc == 0 && !s->demux.st.got && !clean_close) {
-		char how[64] = "";
-		if (s->peer_closed)
-			snprintf(how, sizeof(how), " (the server closed it with code %d)",
-			         s->close_code);
-		rc = err_set(err, ERR_NET,
-		             "stream: the connection was lost after %llu bytes of stdin, %llu of "
-		             "stdout and %llu of stderr%s",
-		             (unsigned long long)s->res.bytes_in,
-		             (unsigned long long)s->res.bytes_out,
-		             (unsigned long long)s->res.bytes_err, how);
-	}
-	/* A normal Close without a Status while stdin was still being sent: the function may
-	 * have read only part of its input, and nothing says how it ended. Never a success. */
-	if (rc == 0 && !s->demux.st.got && s->o.in_fd >= 0 && !s->close_sent) {
-		rc = err_set(err, ERR_NET,
-		             "stream: the server closed the connection (code %d) with no exit "
-		             "status before all of stdin was sent (%llu bytes were): the function "
-		             "may have read only part of its input, so its output is incomplete",
-		             s->close_code, (unsigned long long)s->res.bytes_in);
-	}
+	if (rc == 0 && !s->demux.st.got)
+		rc = check_end_without_status(s, err);
 	if (s->demux.st.got) {
 		s->res.got_status = true;
 		s->res.status_success = s->demux.st.success;

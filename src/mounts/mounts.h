@@ -34,7 +34,7 @@
 
 #include "base/cleanup.h"
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 
 /* The subdirectory of each mount's volume that holds the source (and the subPath the
  * function container mounts). */

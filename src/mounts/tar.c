@@ -118,6 +118,29 @@ static void append_zeros(struct buf *out, size_t n)
 	}
 }
 
+/* A PAX extended header (its own header block, the records, the padding) carrying the
+ * path and the link target that do not fit the ustar fields (NULL: one that does). */
+static void append_pax(struct buf *out, const char *path, const char *link)
+{
+	struct buf pax;
+	buf_init(&pax, 0);
+	if (path)
+		pax_record(&pax, "path", path);
+	if (link)
+		pax_record(&pax, "linkpath", link);
+	unsigned char h[TAR_BLOCK] = {0};
+	memcpy(h + OFF_NAME, "././@PaxHeader", 14);
+	put_octal(h + OFF_MODE, 8, 0644);
+	put_octal(h + OFF_SIZE, 12, pax.len);
+	put_octal(h + OFF_MTIME, 12, 0);
+	h[OFF_TYPE] = TAR_PAX;
+	finish_header(h);
+	append_block(out, h);
+	buf_append(out, pax.data, pax.len, "tar PAX header", NULL);
+	append_zeros(out, tar_padding(pax.len));
+	buf_free(&pax);
+}
+
 int tar_header(const struct tar_entry *e, struct buf *out, struct err **err)
 {
 	size_t plen = strlen(e->path);
@@ -139,25 +162,8 @@ int tar_header(const struct tar_entry *e, struct buf *out, struct err **err)
 	size_t prefix_len = 0;
 	bool fits = split_name(path, &prefix_len);
 	bool link_fits = e->type != TAR_SYMLINK || strlen(e->link) <= LEN_LINKNAME;
-	if (!fits || !link_fits) {
-		struct buf pax;
-		buf_init(&pax, 0);
-		if (!fits)
-			pax_record(&pax, "path", path);
-		if (!link_fits)
-			pax_record(&pax, "linkpath", e->link);
-		unsigned char h[TAR_BLOCK] = {0};
-		memcpy(h + OFF_NAME, "././@PaxHeader", 14);
-		put_octal(h + OFF_MODE, 8, 0644);
-		put_octal(h + OFF_SIZE, 12, pax.len);
-		put_octal(h + OFF_MTIME, 12, 0);
-		h[OFF_TYPE] = TAR_PAX;
-		finish_header(h);
-		append_block(out, h);
-		buf_append(out, pax.data, pax.len, "tar PAX header", NULL);
-		append_zeros(out, tar_padding(pax.len));
-		buf_free(&pax);
-	}
+	if (!fits || !link_fits)
+		append_pax(out, fits ? NULL : path, link_fits ? NULL : e->link);
 
 	unsigned char h[TAR_BLOCK] = {0};
 	if (fits) {

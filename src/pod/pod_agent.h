@@ -1,5 +1,5 @@
 /* pod_agent.h — the parts of an exec-mode function pod (docs/internals/exec-mode.md; the
- * names are in pod_names.h). Called by pod_spec.c for a request with exec_argv.
+ * names are in pod_names.h). Called by pod_manifest.c for a request with exec_argv.
  *
  *   - the container "krmpod" (KRMPOD_HELPER_IMAGE, krmpod's own image), first among the
  *     pod's containers, runs `krmpod hold`; its postStart hook runs

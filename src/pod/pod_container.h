@@ -1,5 +1,5 @@
 /* pod_container.h — what every container of a function pod gets, whichever writes it: the
- * function container (pod_spec.c), the mounts init container (pod_mounts.c) and the exec
+ * function container (pod_manifest.c), the mounts init container (pod_mounts.c) and the exec
  * mode's init container (pod_agent.c). */
 #ifndef KRMPOD_POD_CONTAINER_H
 #define KRMPOD_POD_CONTAINER_H
@@ -18,7 +18,7 @@ void pod_container_write_security_context(struct jw *w, bool read_only_root);
  * without -i, and the attach asks only for stdout and stderr. */
 void pod_container_write_attach_fields(struct jw *w, bool stdin_);
 /* stdin open and never closed by an attach's end (stdinOnce false), no tty: the container's
- * process waits on it (exec mode on the image's own entrypoint, pod_spec.c). */
+ * process waits on it (exec mode on the image's own entrypoint, pod_manifest.c). */
 void pod_container_write_held_stdin(struct jw *w);
 
 /* Writes "resources" for krmpod's own init containers: they only copy bytes (10m/16Mi

@@ -1,5 +1,5 @@
 /* pod_mounts.h — the parts of a function pod that carry its --mount flags (docs/levels.md,
- * "Level 2: mounts"). Called by pod_spec.c; the names are in pod_names.h.
+ * "Level 2: mounts"). Called by pod_manifest.c; the names are in pod_names.h.
  *
  * Mount i (its index among the --mount flags) gets the emptyDir volume "krmpod-mount-<i>":
  *   - bind: the `mounts` init container (the helper image running `krmpod unpack
@@ -16,7 +16,7 @@
 #include <stdbool.h>
 
 #include "base/json.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 
 /* Whether req needs the `mounts` init container (it has a bind mount). */

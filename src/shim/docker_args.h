@@ -17,7 +17,7 @@
 #define KRMPOD_DOCKER_ARGS_H
 
 #include "base/err.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 
 /* Parses argv[0..argc) — the arguments after `run` — into *req (which must be zeroed).
  * `environ_` is the environment bare `-e NAME` reads from (NULL-terminated "K=V" strings).

@@ -1,7 +1,7 @@
 /* shim.c — see shim.h. */
 #include "shim/shim.h"
 
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "fn/fn_invoke.h"
 #include "shim/docker_args.h"
 

@@ -9,7 +9,7 @@
 #include "base/json.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 
 #define API_VERSION "krmpod.dev/v1alpha1"
 #define KIND        "SignaturePolicy"

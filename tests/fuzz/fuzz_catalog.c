@@ -1,5 +1,5 @@
 /* fuzz_catalog.c — KEP-2906 function catalogs (src/catalog/catalog.h) and catalog
- * references (src/config/catalog_ref.h).
+ * references (src/config/locations.h).
  *
  * The whole input is parsed as a catalog; each of its first lines is also parsed as a
  * catalog reference (admin and kustomization forms), as a comma-separated list of them, as
@@ -17,7 +17,7 @@
 
 #include "base/sha256.h"
 #include "catalog/catalog.h"
-#include "config/catalog_ref.h"
+#include "config/locations.h"
 #include "fuzz_util.h"
 
 static void check_catalog(const struct catalog *c)

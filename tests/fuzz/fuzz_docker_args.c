@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/size_limits.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "fuzz_util.h"
 #include "shim/docker_args.h"
 

@@ -1,12 +1,12 @@
 /* fuzz_pod_template.c — an admin's PodTemplate checked and merged into the function pod
- * (src/pod/pod_template.h, src/pod/pod_spec.h).
+ * (src/pod/pod_template.h, src/pod/pod_manifest.h).
  *
  * The input is the template (a PodTemplate or just {metadata, spec}). When
  * pod_template_adopt() takes it, the pod is built for a request with mounts and for one
  * without, and read back.
  *
  * Invariant: the security floor always holds in the pod, whatever the template said —
- * exactly what pod_spec.c, pod_container.c and pod_mounts.c write:
+ * exactly what pod_manifest.c, pod_container.c and pod_mounts.c write:
  *   - spec: restartPolicy Never, automountServiceAccountToken, enableServiceLinks,
  *     hostNetwork, hostPID and hostIPC false; no other field than krmpod's own and the
  *     scheduling fields a template may set;
@@ -27,11 +27,11 @@
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "fuzz_util.h"
+#include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
-#include "pod/pod_spec.h"
 #include "pod/pod_template.h"
 
 #define IMAGE  "example.com/fns/set-labels:v1"

@@ -1,5 +1,5 @@
-/* fuzz_yaml_edit.c — event-level YAML rewriting (src/base/yaml_edit.h), as catalog_apply.c
- * and catalog_view.c use it.
+/* fuzz_yaml_edit.c — event-level YAML rewriting (src/base/yaml_edit.h), as cmp_catalogs.c
+ * and cmp_view.c use it.
  *
  * The input is a YAML stream, edited three ways:
  *   1. no edit: the output must hold the same nodes as the input (yaml_edit.h: "every value
@@ -175,7 +175,7 @@ static void same_nodes(const struct nodes *a, const struct nodes *b, const char 
 	}
 }
 
-/* --- The edits of catalog_apply.c ------------------------------------------------------- */
+/* --- The edits of cmp_catalogs.c ------------------------------------------------------- */
 
 struct made {
 	char *annotation; /* what annotate returned for document 0 */

@@ -58,6 +58,47 @@ check bare-include "does not name its folder" \
 # A goto.
 check goto "goto" \
 	sed -i '0,/^\treturn 0;$/s//\tgoto out;\nout:\n\treturn 0;/' src/base/fdio.c
+# A file named after another folder.
+check folder-prefix "named after another folder (fn/)" \
+	mv src/config/request.c src/config/fn_request.c
+# A function longer than 60 lines.
+check long-function "tmp_dir() is 6" \
+	/usr/bin/python3 -c 'import re; p = "src/base/fdio.c"; s = open(p).read(); open(p, "w").write(s.replace("const char *tmp_dir(void)\n{\n", "const char *tmp_dir(void)\n{\n" + "\t(void)0;\n" * 60, 1))'
+
+# exit() in the core.
+check exit "calls exit(): only src/cli/ ends the process" \
+	sed -i '0,/^\treturn 0;$/s//\texit(0);/' src/base/fdio.c
+# _exit() outside a forked child's places.
+check under-exit "calls _exit() outside a forked child's places" \
+	sed -i '0,/^\treturn 0;$/s//\t_exit(0);/' src/base/fdio.c
+# Printing from the core.
+check printf "prints to stdout or stderr" \
+	sed -i '0,/^\treturn 0;$/s//\tfprintf(stderr, "x");\n\treturn 0;/' src/fn/fn_pod.c
+# The environment read in a new place.
+check getenv "reads the environment" \
+	sed -i '0,/^\treturn 0;$/s//\t(void)getenv("HOME");\n\treturn 0;/' src/fn/fn_pod.c
+# A folder without its README, and one whose README says too much.
+check readme "src/pod/: no README.md" rm src/pod/README.md
+append_line() { printf '%s\n' "$2" >>"$1"; }
+check readme-lines "the title, a blank line and three lines" \
+	append_line src/kube/README.md "one line more"
+
+# The diagram in docs/architecture.md and the one layers.py makes must agree.
+cp docs/architecture.md "$tmp/architecture.md"
+if /usr/bin/python3 scripts/layers.py --check-doc "$tmp/architecture.md"; then
+	pass=$((pass + 1))
+else
+	echo "test_layers: FAIL the diagram of docs/architecture.md does not pass" >&2
+	fail=$((fail + 1))
+fi
+sed -i 's|^   pod/      the pod spec|   pod/      the pod specification|' "$tmp/architecture.md"
+if ! out=$(/usr/bin/python3 scripts/layers.py --check-doc "$tmp/architecture.md" 2>&1) &&
+	grep -qF "the layer diagram is not what scripts/layers.py --diagram makes" <<<"$out"; then
+	pass=$((pass + 1))
+else
+	echo "test_layers: FAIL an edited diagram passes: $out" >&2
+	fail=$((fail + 1))
+fi
 
 echo "test_layers: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,9 +9,9 @@
 #include "base/strv.h"
 #include "base/xalloc.h"
 #include "catalog/catalog.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "check.h"
-#include "config/catalog_ref.h"
+#include "config/locations.h"
 #include "config/settings.h"
 
 #define HEX "a428de0000000000000000000000000000000000000000000000000000000000"

@@ -10,7 +10,7 @@
 #include "cmp/kustomization.h"
 #include "cmp/prestart.h"
 #include "cmp/tree_copy.h"
-#include "config/cmp_settings.h"
+#include "config/plugin_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "unit_settings.h"

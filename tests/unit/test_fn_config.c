@@ -26,8 +26,8 @@ TEST(namespace_from_setting_then_context_then_default)
 }
 
 /* The shipped install: repo-server in argocd, functions in krmpod-functions. The owner is
- * kept (the pods name it in an annotation); pod_spec.c leaves out the ownerReference, which
- * resolves in the pod's own namespace only (test_pod_spec.c). */
+ * kept (the pods name it in an annotation); pod_manifest.c leaves out the ownerReference, which
+ * resolves in the pod's own namespace only (test_pod_manifest.c). */
 TEST(owner_in_another_namespace_is_kept)
 {
 	char *env[] = {"KRMPOD_NAMESPACE=krmpod-functions", "KRMPOD_OWNER_POD=repo-1",

@@ -13,12 +13,12 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "check.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "mounts/mounts.h"
 #include "mounts/tar.h"
 #include "mounts/unpack.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_manifest.h"
 
 static char tmp_root[256];
 

@@ -281,7 +281,7 @@ TEST(clock_offset)
 	err_free(e);
 }
 
-/* Inside a function pod: the gate's milliseconds and targets pod_spec.c gave it. */
+/* Inside a function pod: the gate's milliseconds and targets pod_manifest.c gave it. */
 TEST(agent_net_gate)
 {
 	struct settings_gate g;

@@ -1,5 +1,5 @@
-/* policy.c — see policy.h. */
-#include "catalog/policy.h"
+/* image_policy.c — see image_policy.h. */
+#include "catalog/image_policy.h"
 
 #include <stdlib.h>
 #include <string.h>

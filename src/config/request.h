@@ -1,8 +1,8 @@
-/* fn_request.h — one function invocation, as parsed from a `docker run` line (the shim) or
+/* request.h — one function invocation, as parsed from a `docker run` line (the shim) or
  * `krmpod run` (a human). It is the input of the pod spec builder and the lifecycle.
  * Everything in it is owned by the request; free with fn_request_clear(). */
-#ifndef KRMPOD_FN_REQUEST_H
-#define KRMPOD_FN_REQUEST_H
+#ifndef KRMPOD_REQUEST_H
+#define KRMPOD_REQUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,7 +65,7 @@ struct fn_request {
 	 * key leaves the Application out (settings.h, pool_tenant; docs/security.md). */
 	bool pool_shared;
 	/* The function is the network gate itself (`krmpod doctor --probe` runs `krmpod
-	 * net-gate`): its container gets the gate's targets (pod_spec.c) as a gate's would. */
+	 * net-gate`): its container gets the gate's targets (pod_manifest.c) as a gate's would. */
 	bool gate_probe;
 };
 

@@ -1,5 +1,5 @@
-/* catalog_view.c — see catalog_view.h. One model, built as JSON, printed three ways. */
-#include "cmp/catalog_view.h"
+/* cmp_view.c — see cmp_view.h. One model, built as JSON, printed three ways. */
+#include "cmp/cmp_view.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "base/yaml_edit.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_store.h"
-#include "catalog/policy.h"
+#include "catalog/image_policy.h"
 #include "cmp/kustomization.h"
 #include "fn/fn_trust.h"
 #include "sign/sig_policy.h"

@@ -1,4 +1,4 @@
-/* catalog_view.h — `krmpod catalog view` and `krmpod catalog validate`, in the spirit of
+/* cmp_view.h — `krmpod catalog view` and `krmpod catalog validate`, in the spirit of
  * KEP-2906's `kustomize view catalog` (docs/catalogs.md): what the admin and the app author
  * both need to see to decide about trust.
  *
@@ -13,8 +13,8 @@
  * parsed and validated as the render would (catalog.h), then described.
  *
  * Output: text for humans, or the same model as YAML or JSON. */
-#ifndef KRMPOD_CATALOG_VIEW_H
-#define KRMPOD_CATALOG_VIEW_H
+#ifndef KRMPOD_CMP_VIEW_H
+#define KRMPOD_CMP_VIEW_H
 
 #include <stdio.h>
 

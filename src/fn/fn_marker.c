@@ -1,5 +1,5 @@
-/* shim_marker.c — see shim_marker.h. */
-#include "fn/shim_marker.h"
+/* fn_marker.c — see fn_marker.h. */
+#include "fn/fn_marker.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* catalog_apply.h — function catalogs in `krmpod generate` (KEP-2906; docs/catalogs.md).
+/* cmp_catalogs.h — function catalogs in `krmpod generate` (KEP-2906; docs/catalogs.md).
  *
  * kustomize 5.x knows neither a kustomization's `catalogs:` field nor a function config
  * without a runtime, so generate resolves them before kustomize runs, and writes the result
@@ -24,8 +24,8 @@
  * rewritten). A tree that lists no catalog and resolves nothing is built where it is. One
  * line per resolved function is logged: the kind, the catalog, the image and its digest.
  */
-#ifndef KRMPOD_CATALOG_APPLY_H
-#define KRMPOD_CATALOG_APPLY_H
+#ifndef KRMPOD_CMP_CATALOGS_H
+#define KRMPOD_CMP_CATALOGS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
-/* cmp_settings.h — the settings of the Argo CD plugin hooks (generate, init, discover), from
+/* plugin_settings.h — the settings of the Argo CD plugin hooks (generate, init, discover), from
  * the sidecar's environment (README.md, "Settings"), read by the settings module (src/config/,
  * the only one that reads KRMPOD_* variables). Like settings.h, every variable is
  * validated and a bad value is an ERR_CONFIG error that names it. */
-#ifndef KRMPOD_CMP_SETTINGS_H
-#define KRMPOD_CMP_SETTINGS_H
+#ifndef KRMPOD_PLUGIN_SETTINGS_H
+#define KRMPOD_PLUGIN_SETTINGS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* catalog_ref.h — where a function catalog (docs/catalogs.md) is: the syntax of the
+/* locations.h — where a function catalog (docs/catalogs.md) is: the syntax of the
  * references in KRMPOD_TRUSTED_CATALOGS, KRMPOD_DEFAULT_CATALOGS and a kustomization's
  * `catalogs:` list.
  *
@@ -10,8 +10,8 @@
  *
  * Any of them may end in "#sha256:<64 hex>", which pins the catalog's content: its bytes
  * must hash to that digest, or the render fails naming both. Pure: no I/O. */
-#ifndef KRMPOD_CATALOG_REF_H
-#define KRMPOD_CATALOG_REF_H
+#ifndef KRMPOD_LOCATIONS_H
+#define KRMPOD_LOCATIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>

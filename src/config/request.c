@@ -1,5 +1,5 @@
-/* fn_request.c — see fn_request.h. */
-#include "config/fn_request.h"
+/* request.c — see request.h. */
+#include "config/request.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* policy.h — which images may run (docs/catalogs.md, "Image policy"): KRMPOD_IMAGE_POLICY
+/* image_policy.h — which images may run (docs/catalogs.md, "Image policy"): KRMPOD_IMAGE_POLICY
  * (any, catalog or allowlist), KRMPOD_IMAGE_ALLOWLIST and KRMPOD_REQUIRE_DIGEST.
  *
  * It is enforced twice: `krmpod generate` checks every function of the tree before
@@ -18,8 +18,8 @@
  *
  * The admin's KRMPOD_ALLOW_NETWORK applies on top of all this (fn_config.h).
  */
-#ifndef KRMPOD_POLICY_H
-#define KRMPOD_POLICY_H
+#ifndef KRMPOD_IMAGE_POLICY_H
+#define KRMPOD_IMAGE_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* test_prestart_offer.c — the two file protocols between generate and its shims:
- * fn/prestart_offer.h (offers, pending markers naming the janitor) and fn/shim_marker.h
+/* test_fn_offer.c — the two file protocols between generate and its shims:
+ * fn/fn_offer.h (offers, pending markers naming the janitor) and fn/fn_marker.h
  * (the marker a shim keeps while it runs). */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "check.h"
-#include "fn/prestart_offer.h"
-#include "fn/shim_marker.h"
+#include "fn/fn_marker.h"
+#include "fn/fn_offer.h"
 
 static char *make_dir(void)
 {

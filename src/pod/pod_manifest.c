@@ -1,5 +1,5 @@
-/* pod_spec.c — see pod_spec.h. */
-#include "pod/pod_spec.h"
+/* pod_manifest.c — see pod_manifest.h. */
+#include "pod/pod_manifest.h"
 
 #include <ctype.h>
 #include <stdbool.h>

@@ -4,7 +4,7 @@
 
 #include "base/json.h"
 #include "check.h"
-#include "pod/pod_spec.h"
+#include "pod/pod_manifest.h"
 #include "pod/pod_template.h"
 #include "unit_settings.h"
 

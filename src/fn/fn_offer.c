@@ -1,5 +1,5 @@
-/* prestart_offer.c — see prestart_offer.h. */
-#include "fn/prestart_offer.h"
+/* fn_offer.c — see fn_offer.h. */
+#include "fn/fn_offer.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* catalog_ref.c — see catalog_ref.h. */
-#include "config/catalog_ref.h"
+/* locations.c — see locations.h. */
+#include "config/locations.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* prestart_offer.h — the directory through which `krmpod generate` offers pods it started
+/* fn_offer.h — the directory through which `krmpod generate` offers pods it started
  * ahead (cmp/prestart.h) and the shims claim them (fn_pod.c). It holds:
  *
  *   KEY.POD          pod POD, offered for requests whose key is KEY (fn_config_key, 16 hex
@@ -30,8 +30,8 @@
  *
  * A shim that gives an offer back marks it used, for the janitor.
  */
-#ifndef KRMPOD_PRESTART_OFFER_H
-#define KRMPOD_PRESTART_OFFER_H
+#ifndef KRMPOD_FN_OFFER_H
+#define KRMPOD_FN_OFFER_H
 
 #include <signal.h>
 #include <stdatomic.h>

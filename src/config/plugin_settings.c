@@ -1,5 +1,5 @@
-/* cmp_settings.c — see cmp_settings.h. */
-#include "config/cmp_settings.h"
+/* plugin_settings.c — see plugin_settings.h. */
+#include "config/plugin_settings.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +51,7 @@ static size_t push_words(struct cmp_settings *s, size_t *cap, const char *text)
 	return words;
 }
 
-/* The kustomize command line (cmp_settings.h); `cap` is kustomize_argv's room. */
+/* The kustomize command line (plugin_settings.h); `cap` is kustomize_argv's room. */
 static int load_kustomize(struct cmp_settings *s, char *const *envp, size_t *cap, struct err **err)
 {
 	const char *kz = settings_env(envp, "KRMPOD_KUSTOMIZE");

@@ -1,4 +1,4 @@
-/* pod_spec.h — the locked-down Pod that runs one function (design.md §3.3).
+/* pod_manifest.h — the locked-down Pod that runs one function (design.md §3.3).
  *
  * The pod passes Pod Security "restricted": non-root (65534 unless --user names another
  * non-zero id), seccomp RuntimeDefault, no privilege escalation, all capabilities dropped,
@@ -20,12 +20,12 @@
  * --mount flags add emptyDir volumes, their volumeMounts and, for bind mounts, the `mounts`
  * init container that receives the files (pod_mounts.h).
  */
-#ifndef KRMPOD_POD_SPEC_H
-#define KRMPOD_POD_SPEC_H
+#ifndef KRMPOD_POD_MANIFEST_H
+#define KRMPOD_POD_MANIFEST_H
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "config/fn_request.h"
+#include "config/request.h"
 #include "config/settings.h"
 #include "pod/pod_names.h"
 

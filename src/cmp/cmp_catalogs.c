@@ -1,5 +1,5 @@
-/* catalog_apply.c — see catalog_apply.h. */
-#include "cmp/catalog_apply.h"
+/* cmp_catalogs.c — see cmp_catalogs.h. */
+#include "cmp/cmp_catalogs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,7 +140,7 @@ static int no_match(const struct kdoc *d, const char *group, const char *version
 	               d->where, group, group[0] ? "/" : "", version, d->kind, names.data);
 }
 
-/* Resolves document i (see catalog_apply.h). */
+/* Resolves document i (see cmp_catalogs.h). */
 static int resolve(struct apply *a, size_t i, struct err **err)
 {
 	const struct kdoc *d = &a->tree.docs[i];
