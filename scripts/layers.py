@@ -14,6 +14,8 @@ Fails (exit 1, one line per finding, naming the file and line) when:
   - a file's name begins with the name of another folder (`config/fn_request.c`): a file is
     named after its own folder's concern;
   - a function is longer than MAX_FUNCTION_LINES lines (its braces included);
+  - a folder holds more than MAX_FOLDER_SHARE of the lines of src/ (a room that grew into
+    a catch-all: split it by concern);
   - `exit()` is called outside src/cli/, `_exit()` outside the places that fork (EXIT_PLACES),
     `printf`/`puts`/`fprintf(stdout|stderr)` outside src/cli/ and the logging module, or
     getenv() outside src/cli/, the settings module and ENV_PLACES (the core never ends the
@@ -36,19 +38,22 @@ import sys
 LAYERS = [
     ["cli"],
     ["cmp"],
-    ["shim"],
+    ["shim", "ops"],
     ["fn"],
+    ["pool"],
     ["sign"],
     ["catalog"],
     ["pod"],
-    ["kube", "mounts", "registry", "agent"],
+    ["kube", "mounts", "registry", "agent", "handoff"],
     ["config"],
+    ["http"],
     ["base"],
 ]
 SETTINGS_MODULE = "config/"
 API_MODULE = "kube/kube_api.c"
 CLI = "cli/"
 MAX_FUNCTION_LINES = 60
+MAX_FOLDER_SHARE = 0.12
 # Where a forked child ends with _exit(), without running its parent's atexit handlers.
 EXIT_PLACES = {
     "agent/agent_call.c": "the child that execs the function",
@@ -61,7 +66,7 @@ EXIT_PLACES = {
 ENV_PLACES = {
     "agent/agent_call.c": "the function container's own PATH",
     "base/fdio.c": "TMPDIR",
-    "kube/kubeconfig.c": "KUBECONFIG, HOME and the in-cluster KUBERNETES_SERVICE_*",
+    "config/kubeconfig.c": "KUBECONFIG, HOME and the in-cluster KUBERNETES_SERVICE_*",
 }
 LOG_MODULE = "base/log.c"
 
@@ -171,12 +176,9 @@ def folder_readme(root, folder):
 def diagram(root):
     """The layer diagram, from LAYERS and the folders' README titles."""
     rows = []
-    for row in LAYERS:
-        titles = [folder_readme(root, f)[0] or "?" for f in row]
-        if len(row) == 1:
-            rows.append(f"   {row[0] + '/':<9} {titles[0]}")
-        else:
-            rows.append("   " + " ".join(f + "/" for f in row) + "   " + " │ ".join(titles))
+    for row in LAYERS:  # peers: one line each, no │ between them
+        rows.append("\n".join(f"   {f + '/':<9} {folder_readme(root, f)[0] or '?'}"
+                              for f in row))
     return "\n    │\n".join(rows) + "\n"
 
 
@@ -193,6 +195,18 @@ def check_doc(root, doc):
         return [f"{doc}: the layer diagram is not what scripts/layers.py --diagram makes "
                 "(paste its output)"]
     return []
+
+
+def folder_shares(root):
+    """A problem for each folder that holds more than MAX_FOLDER_SHARE of the lines."""
+    lines = {}
+    for folder, _, path in sources(root):
+        with open(path, encoding="utf-8") as f:
+            lines[folder] = lines.get(folder, 0) + f.read().count("\n")
+    total = sum(lines.values()) or 1
+    return [f"src/{folder}/: {n} of the {total} lines of src/ ({100 * n / total:.1f}%): at "
+            f"most {100 * MAX_FOLDER_SHARE:.0f}%; split it into rooms by concern"
+            for folder, n in sorted(lines.items()) if n > MAX_FOLDER_SHARE * total]
 
 
 def long_functions(rel, raw):
@@ -302,6 +316,7 @@ def check(root):
             if rel != API_MODULE and REST_PATH.search(line):
                 problems.append(f"src/{rel}:{lineno}: builds a REST path: paths are built in "
                                 f"src/{API_MODULE} only")
+    problems += folder_shares(root)
     cycle = find_cycle(graph)
     if cycle:
         problems.append("circle among modules: " + " -> ".join(cycle))

@@ -1,4 +1,4 @@
-/* cmd_doctor.c — `krmpod doctor [--probe]` (fn_doctor.h): the report on stdout; exits 1 when
+/* cmd_doctor.c — `krmpod doctor [--probe]` (doctor.h): the report on stdout; exits 1 when
  * a check failed. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 
 #include "base/signals.h"
 #include "cli/cmd.h"
-#include "fn/fn_doctor.h"
+#include "ops/doctor.h"
 
 extern char **environ;
 

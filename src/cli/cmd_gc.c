@@ -1,4 +1,4 @@
-/* cmd_gc.c — `krmpod gc [--dry-run] [--older-than DURATION]` (fn_gc.h). Exits 1 when a pod
+/* cmd_gc.c — `krmpod gc [--dry-run] [--older-than DURATION]` (gc.h). Exits 1 when a pod
  * could not be deleted. */
 #include <stdio.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 #include "base/signals.h"
 #include "cli/cmd.h"
 #include "config/settings.h"
-#include "fn/fn_gc.h"
+#include "ops/gc.h"
 
 extern char **environ;
 

@@ -26,14 +26,14 @@
 #include "cmp/kustomization.h"
 #include "cmp/kustomize_run.h"
 #include "cmp/prestart.h"
+#include "config/kubeconfig.h"
 #include "config/plugin_settings.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
-#include "fn/fn_gc.h"
-#include "fn/fn_marker.h"
+#include "handoff/markers.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
-#include "kube/kubeconfig.h"
+#include "ops/gc.h"
 #include "sign/sig_policy.h"
 
 #define INIT_KUSTOMIZE_TIMEOUT_MS 2000
@@ -267,7 +267,7 @@ struct render {
 	struct policy policy;                 /* the image policy */
 	char *policy_file;                    /* ... handed to the shims */
 	struct prestart *pre;
-	char *running_dir; /* the shims' markers (fn/fn_marker.h) */
+	char *running_dir; /* the shims' markers (handoff/markers.h) */
 	char **env;        /* kustomize's */
 	struct buf out;
 };
@@ -412,7 +412,7 @@ static int prepare(struct render *r, char *const *envp, struct err **err)
 }
 
 /* Shims that died without a word, as their markers tell once kustomize ended
- * (fn/fn_marker.h): each one's function is named in *what (NULL when there is none) and
+ * (handoff/markers.h): each one's function is named in *what (NULL when there is none) and
  * its pod, when it had one, deleted (bounded, not cancellable: nobody else will). */
 static void lost_shims(struct render *r, char **what)
 {
@@ -500,7 +500,7 @@ static int render(struct render *r, int out_fd, struct err **err)
 	return 0;
 }
 
-/* Pods a sidecar killed mid-render left (fn_gc.h), swept now and then after a render; a
+/* Pods a sidecar killed mid-render left (gc.h), swept now and then after a render; a
  * failure to sweep is a warning, never the render's failure. */
 static void sweep_leftovers(struct render *r)
 {

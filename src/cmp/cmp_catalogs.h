@@ -39,7 +39,7 @@ struct catalog_apply {
 	char *copy_root; /* the private copy (removed by catalog_apply_free), or NULL */
 	size_t resolved; /* function configs resolved from catalogs */
 	/* The images of those whose catalog entry is idempotent, comma-separated (NULL: none):
-	 * the warm pool may keep their pods (fn_pool.h). */
+	 * the warm pool may keep their pods (pool.h). */
 	char *idempotent_images;
 };
 

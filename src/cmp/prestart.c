@@ -21,9 +21,9 @@
 #include "base/log.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
-#include "fn/fn_offer.h"
-#include "fn/fn_pool.h"
+#include "handoff/offers.h"
 #include "pod/pod_manifest.h"
+#include "pool/pool.h"
 #include "shim/docker_args.h"
 
 #include "cmp/prestart_janitor.h"

@@ -5,7 +5,7 @@
  * the request kustomize's `docker run` will make (the same parser, docker_args.c, on the
  * argv kustomize would build), and a child process creates those pods, all at once.
  * Each created pod is offered in a private directory (KRMPOD_PRESTART_DIR; its files are
- * described in fn/fn_offer.h) under KEY, fn_config_key() of its request. A shim
+ * described in handoff/offers.h) under KEY, fn_config_key() of its request. A shim
  * computes the key of the request it was given and claims a matching pod (fn_pod.c); with
  * no match it creates its own pod as always. The key covers the whole pod spec except
  * activeDeadlineSeconds, so a claimed pod is exactly the pod the shim would have created.
@@ -25,9 +25,9 @@
 
 #include "base/err.h"
 #include "cmp/kustomization.h"
+#include "config/kubeconfig.h"
 #include "config/request.h"
 #include "config/settings.h"
-#include "kube/kubeconfig.h"
 
 struct prestart;
 

@@ -22,11 +22,11 @@
 #include "base/log.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
-#include "fn/fn_offer.h"
-#include "fn/fn_pool.h"
-#include "fn/fn_session.h"
+#include "handoff/offers.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
+#include "pool/pool.h"
+#include "pool/pool_session.h"
 
 /* The marker saying offer i is still being made. */
 static char *pending_marker(const struct prestart *p, size_t i)
@@ -51,7 +51,7 @@ static void touch(const char *path)
 
 /* A pool function: an idle pod of its pool is leased for the render, else one is made
  * (leased, while the namespace has room), and offered with the note "pool HOLDER warm|cold"
- * (fn_offer.h). Returns 1 when there is an offer. */
+ * (offers.h). Returns 1 when there is an offer. */
 static void start_opener(struct prestart *p, struct offer *o, struct json *created);
 
 static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct offer *o)
@@ -105,7 +105,7 @@ static unsigned lease_for_pool(struct prestart *p, struct kube_client *c, struct
 
 /* A cold exec-mode pod's session, opened by its own thread once the pod started (the offer
  * says "session PID"; the shim that claims it waits for the socket, or its ".none" marker:
- * fn_session.h). The pod is the render's (struct offer, exec), or a pool pod the render
+ * pool_session.h). The pod is the render's (struct offer, exec), or a pool pod the render
  * leased before it ran. */
 static void *open_when_started(void *arg)
 {

@@ -13,10 +13,10 @@
 
 #include "base/json.h"
 #include "base/sha256.h"
+#include "config/kubeconfig.h"
 #include "config/request.h"
 #include "config/settings.h"
-#include "fn/fn_session.h"
-#include "kube/kubeconfig.h"
+#include "pool/pool_session.h"
 
 /* How long the deletes of unclaimed pods may take after a signal (or near the deadline). */
 #define UNCLAIMED_DELETE_MS 3000
@@ -31,7 +31,7 @@ struct offer {
 	uint64_t key;
 	char *image;
 	char *pod;    /* its name, once created (or leased from the pool) */
-	bool to_pool; /* a warm-pool pod (fn_pool.h): leased for the render, offered, given back */
+	bool to_pool; /* a warm-pool pod (pool.h): leased for the render, offered, given back */
 	struct fn_session *session; /* the render's call session with it, when it runs */
 	/* An exec-mode pod: a session is opened once it started, and the pod is the render's:
 	 * every function of its key calls through it in turn (each shim gives the offer back
@@ -43,7 +43,7 @@ struct offer {
 	unsigned calls; /* the calls its session relayed (known once closed) */
 	unsigned uses;  /* the render's functions of its key (exec mode, pool) */
 	bool over_cap;  /* a pool pod made past KRMPOD_WARM_POOL_MAX in a race: retired */
-	/* A pool pod's whole spec hash and image, which a leased one must have (fn_pool.h). */
+	/* A pool pod's whole spec hash and image, which a leased one must have (pool.h). */
 	char spec_sha256[SHA256_HEX_LEN + 1];
 	char *pod_image;
 	/* Until build_offer(): the request and settings its shim will have. */

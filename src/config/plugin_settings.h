@@ -36,7 +36,7 @@ struct cmp_settings {
 	size_t prestart_max;  /* KRMPOD_PRESTART_MAX (default 8, 1..64): pods started ahead */
 	bool log_level_given; /* KRMPOD_LOG_LEVEL is set (else generate hands its shims info) */
 	/* KRMPOD_GC_INTERVAL (default 5m; 0: never): at most this often per sidecar, generate
-	 * deletes function pods no shim will delete any more, as `krmpod gc` does (fn_gc.h). */
+	 * deletes function pods no shim will delete any more, as `krmpod gc` does (gc.h). */
 	int64_t gc_interval_ms;
 };
 

@@ -58,7 +58,7 @@ struct fn_request {
 	 * image's entrypoint with the request's args and env, held on its stdin, and the call
 	 * runs PID 1's command line (agent.h, "argv_pid1"). Never pooled. */
 	bool exec_pid1;
-	/* The warm pool takes this function (fn_pool.h): set with exec_argv when the pool is on
+	/* The warm pool takes this function (pool.h): set with exec_argv when the pool is on
 	 * and the image is one it may keep. */
 	bool pooled;
 	/* With pooled: an admin's catalog marks the image shareAcrossApplications, so the pod

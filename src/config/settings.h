@@ -66,7 +66,7 @@ struct settings {
 	 * default, and "0" or "off") starts the function at once. */
 	int64_t net_gate_ms;
 	/* KRMPOD_LEASE_RENEW (default 20s, at least 1s): how often a shim renews its lease on
-	 * the pod it holds (fn_lease.h); a sweep takes a renewed pod whose lease went three such
+	 * the pod it holds (pool_lease.h); a sweep takes a renewed pod whose lease went three such
 	 * periods without renewal for one whose shim is gone. */
 	int64_t lease_renew_ms;
 	/* KRMPOD_NETWORK_GATE_DNS (default true): the gate of a pod without a network grant also
@@ -97,11 +97,11 @@ struct settings {
 	/* KRMPOD_FN_OVERRIDES: a file `krmpod generate` writes with the per-function
 	 * annotations it found (image TAB cpu TAB memory per line); NULL when unset. */
 	char *fn_overrides;
-	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (fn/fn_offer.h);
+	/* KRMPOD_PRESTART_DIR: where `krmpod generate` offers prestarted pods (handoff/offers.h);
 	 * NULL when unset. */
 	char *prestart_dir;
 	/* KRMPOD_RUNNING_DIR: where a shim under `krmpod generate` keeps its marker while it runs
-	 * (fn/fn_marker.h); NULL when unset. */
+	 * (handoff/markers.h); NULL when unset. */
 	char *running_dir;
 	/* KRMPOD_CONTEXT: the kubeconfig context to use instead of current-context; NULL. */
 	char *kube_context;

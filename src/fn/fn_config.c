@@ -16,12 +16,12 @@
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
 #include "fn/fn_image.h"
-#include "fn/fn_pool.h"
 #include "fn/fn_trust.h"
 #include "kube/kube_api.h"
 #include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
 #include "pod/pod_template.h"
+#include "pool/pool.h"
 
 /* The namespace and owner rules (fn_config.h) on loaded settings. */
 static void apply_rules(struct settings *out, const struct kube_config *cfg)

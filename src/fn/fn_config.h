@@ -28,9 +28,9 @@
 
 #include "base/err.h"
 #include "base/sha256.h"
+#include "config/kubeconfig.h"
 #include "config/request.h"
 #include "config/settings.h"
-#include "kube/kubeconfig.h"
 
 /* What every command that talks to the cluster starts with (the shim, run, generate, doctor,
  * gc): the settings from envp, the cluster configuration they point at (KRMPOD_CONTEXT,

@@ -150,7 +150,7 @@ static int exit_status(struct fn_pod *p, const struct kube_stream_result *res, i
 	               res->got_status ? ": " : "", res->got_status ? res->status_message : "");
 }
 
-/* --- The call through the render's session (fn_session.h) ------------------------------ */
+/* --- The call through the render's session (pool_session.h) ------------------------------ */
 
 struct session_call {
 	struct fn_pod *p;

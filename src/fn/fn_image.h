@@ -19,9 +19,9 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "config/kubeconfig.h"
 #include "config/request.h"
 #include "config/settings.h"
-#include "kube/kubeconfig.h"
 
 #define FN_IMAGE_TAG_TTL_MS (5 * 60 * 1000)
 

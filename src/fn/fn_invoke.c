@@ -12,10 +12,10 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
+#include "config/kubeconfig.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
-#include "kube/kubeconfig.h"
 
 /* The image policy (catalog/image_policy.h), before any pod exists. */
 static int check_policy(const struct settings *s, const struct fn_request *req, atomic_int *cancel,

@@ -17,14 +17,14 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "fn/fn_config.h"
-#include "fn/fn_lease.h"
-#include "fn/fn_marker.h"
-#include "fn/fn_offer.h"
-#include "fn/fn_pool.h"
-#include "fn/fn_session.h"
+#include "handoff/markers.h"
+#include "handoff/offers.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "pod/pod_manifest.h"
+#include "pool/pool.h"
+#include "pool/pool_lease.h"
+#include "pool/pool_session.h"
 
 /* Time allowed for deleting the pod after everything else, including after a signal. */
 #define DELETE_DEADLINE_MS 1500
@@ -44,7 +44,7 @@ struct fn_pod {
 	struct pod_watch *watch;
 	char *name;
 	const struct pod_source *src; /* where the pod came from, which ends it */
-	/* The warm pool (fn_pool.h): the lease this run holds on its pod (NULL: none), the idle
+	/* The warm pool (pool.h): the lease this run holds on its pod (NULL: none), the idle
 	 * pods its pool had, and whether the pod ran already when it was taken (no watch). */
 	char *holder;
 	size_t pool_idle;
@@ -53,11 +53,12 @@ struct fn_pod {
 	bool pool_over;  /* a pool pod made past KRMPOD_WARM_POOL_MAX in a race: retired after */
 	bool render_pod; /* an exec-mode pod the janitor started for the render: the same */
 	pid_t janitor;   /* that janitor */
-	char *session;   /* its call session's socket (fn_session.h), when the janitor holds one */
+	char *session; /* its call session's socket (pool_session.h), when the janitor holds one */
 	int64_t t0, deadline, start_deadline;
 	int64_t t_attached, t_done;
 	unsigned stream_requests; /* WebSocket connections (not made through client) */
-	struct fn_lease *lease; /* this shim's lease on the pod (fn_lease.h); none for the pool's */
+	struct fn_lease
+	        *lease; /* this shim's lease on the pod (pool_lease.h); none for the pool's */
 };
 
 int fn_pod_open(struct kube_config *cfg, const struct settings *s, const struct fn_request *req,

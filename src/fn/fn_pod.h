@@ -6,12 +6,12 @@
  * its counters. fn_pod_acquire() takes the pod from the first source that has one:
  *
  *   prestart   a pod `krmpod generate` started ahead for exactly this request
- *              (fn_offer.h), claimed by its key;
+ *              (offers.h), claimed by its key;
  *   create     a new pod, created now (a full ResourceQuota is waited out within
  *              KRMPOD_START_TIMEOUT).
  *
  *   warm pool  an idle pod of the warm pool for this request's pod key, leased to the run
- *              (fn_pool.h); with the pool on, a new pod is made a pool pod (leased to the
+ *              (pool.h); with the pool on, a new pod is made a pool pod (leased to the
  *              run) while the namespace has room for one.
  *
  * At the end a leased pod goes back to its pool after a clean call (exit code 0), and is
@@ -32,11 +32,11 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "config/kubeconfig.h"
 #include "config/request.h"
 #include "config/settings.h"
 #include "kube/kube_stream.h"
 #include "kube/kube_watch.h"
-#include "kube/kubeconfig.h"
 
 struct fn_pod;
 
@@ -131,7 +131,7 @@ bool fn_pod_is_cancelled(const struct fn_pod *p);
 atomic_int *fn_pod_cancel_flag(const struct fn_pod *p);
 /* Taken from the warm pool running already: no watch, nothing to wait for. */
 bool fn_pod_is_warm(const struct fn_pod *p);
-/* The socket of the render's call session with the pod (fn_session.h), or NULL. */
+/* The socket of the render's call session with the pod (pool_session.h), or NULL. */
 const char *fn_pod_session(const struct fn_pod *p);
 
 /* Moves the start deadline later by ms (time spent sending mounts is not starting). */

@@ -17,8 +17,8 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "config/kubeconfig.h"
 #include "config/settings.h"
-#include "kube/kubeconfig.h"
 #include "registry/registry.h"
 
 struct fn_pull_auths {

@@ -3,9 +3,9 @@
 
 #include "base/cleanup.h"
 #include "fn/fn_exec.h"
-#include "fn/fn_marker.h"
 #include "fn/fn_mounts.h"
 #include "fn/fn_pod.h"
+#include "handoff/markers.h"
 
 /* Exec mode: the pod holds; the call's exec stream carries the exit code. */
 static int run_exec(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
@@ -71,7 +71,7 @@ int fn_run(struct kube_config *cfg, const struct settings *s, const struct fn_re
 {
 	*exit_code = -1;
 	/* Under generate: a marker names this run's function (and pod) until it has ended, in
-	 * case this process dies without a word (fn_marker.h). */
+	 * case this process dies without a word (markers.h). */
 	if (s->running_dir)
 		shim_marker_write(s->running_dir, req->image, NULL, NULL);
 	int rc = run(cfg, s, req, io, exit_code, err);

@@ -17,10 +17,10 @@
 #define KRMPOD_FN_RUN_H
 
 #include "base/err.h"
+#include "config/kubeconfig.h"
 #include "config/request.h"
 #include "config/settings.h"
 #include "fn/fn_output.h"
-#include "kube/kubeconfig.h"
 
 /* Runs req as a pod under s (resolved: fn_config.h) on cfg. Returns 0 when the function ran
  * to completion, with *exit_code its exit status (which may be non-zero: that is the

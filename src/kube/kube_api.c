@@ -8,10 +8,10 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
-#include "base/http_util.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "http/http_util.h"
 
 #define CORE "/api/v1/namespaces/"
 

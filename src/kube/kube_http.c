@@ -1,6 +1,6 @@
 /* kube_http.c — see kube_http.h.
  *
- * Transfers run on the engine of base/http_xfer.h (one easy and one multi handle per client,
+ * Transfers run on the engine of http/http_xfer.h (one easy and one multi handle per client,
  * driven in 50 ms slices that check the cancel flag and the deadline; the retry policy per
  * method). What is the API server's own here: the TLS and CONNECT_TO set-up of a
  * kubeconfig, the bearer token (re-read once after a 401), Status errors, and the limits:
@@ -29,11 +29,11 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
-#include "base/http_util.h"
-#include "base/http_xfer.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "http/http_util.h"
+#include "http/http_xfer.h"
 
 #define CONNECT_TIMEOUT_MS 10000 /* connecting (TCP + TLS) */
 #define REQUEST_TIMEOUT_MS 60000 /* a whole non-streaming request */
@@ -84,7 +84,7 @@ struct xfer {
 /* --- Errors ----------------------------------------------------------------------------- */
 
 /* The Status reason the API server uses for a status code (for answers that carry no
- * Status); the HTTP phrase is base/http_util.c's. */
+ * Status); the HTTP phrase is http/http_util.c's. */
 static const struct {
 	long status;
 	const char *reason;

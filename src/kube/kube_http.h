@@ -33,7 +33,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/json.h"
-#include "kube/kubeconfig.h"
+#include "config/kubeconfig.h"
 
 struct kube_client;
 
@@ -84,7 +84,7 @@ unsigned kube_client_requests(const struct kube_client *c);
 
 /* The API server's clock: the Date header of the client's last answer (seconds since the
  * epoch), 0 when none carried one. Ages of objects are judged by it against the timestamps
- * the API server wrote, never by this machine's clock (fn_gc.c). */
+ * the API server wrote, never by this machine's clock (gc.c). */
 time_t kube_client_server_time(const struct kube_client *c);
 
 /* The pure parts of the error and retry handling, exported for unit tests. */

@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "config/kubeconfig.h"
 #include "kube/kube_version.h"
-#include "kube/kubeconfig.h"
 
 struct kube_stream_opts {
 	/* Request path with query, from kube_api.h (the server's path prefix goes before it). */

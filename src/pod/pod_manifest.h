@@ -37,7 +37,7 @@ void pod_spec_build(const struct fn_request *req, const struct settings *s, stru
 void pod_spec_build_for_key(const struct fn_request *req, const struct settings *s,
                             struct buf *out);
 
-/* A warm-pool pod (fn_pool.h): the pool's key and the lease it is created with (holder
+/* A warm-pool pod (pool.h): the pool's key and the lease it is created with (holder
  * NULL: idle since idle_since_ms). */
 struct pod_pool_meta {
 	const char *key;         /* 16 hex digits: fn_config_key of the pod */

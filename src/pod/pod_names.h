@@ -25,7 +25,7 @@
 #define POD_MOUNTS_DIR              "/krmpod/mounts"
 #define POD_MOUNT_VOLUME_PREFIX     "krmpod-mount-"
 
-/* The warm pool (fn_pool.h): the pool a pod belongs to (its pod key, 16 hex digits),
+/* The warm pool (pool.h): the pool a pod belongs to (its pod key, 16 hex digits),
  * whether it is idle or leased, who holds the lease until when (epoch ms), and since when
  * it is idle. */
 #define POD_LABEL_POOL              "krmpod.dev/pool"
@@ -34,7 +34,7 @@
 #define POD_ANNOTATION_LEASE_UNTIL  "krmpod.dev/lease-until"
 #define POD_ANNOTATION_IDLE_SINCE   "krmpod.dev/idle-since"
 #define POD_ANNOTATION_SERVED       "krmpod.dev/served" /* "true": it ran a call */
-/* A shim's lease on its pod (fn_lease.h): the count of its renewals, each a write the API
+/* A shim's lease on its pod (pool_lease.h): the count of its renewals, each a write the API
  * server stamps; and the path of the annotation in a JSON patch ('/' as "~1"). */
 #define POD_ANNOTATION_RENEWED      "krmpod.dev/renewed"
 #define POD_ANNOTATION_RENEWED_PATH "krmpod.dev~1renewed"
@@ -42,7 +42,7 @@
  * (KRMPOD_OWNER_POD): who the pod belongs to, for people and for `krmpod gc`'s lines. */
 #define POD_ANNOTATION_OWNER "krmpod.dev/owner"
 /* The whole SHA-256 of the pod's spec and Application, of which the pool label holds 16 hex
- * digits: a claim checks it before the first call (fn_pool.h). */
+ * digits: a claim checks it before the first call (pool.h). */
 #define POD_ANNOTATION_SPEC_SHA256 "krmpod.dev/spec-sha256"
 
 /* Exec mode (pod_agent.h): the init container that installs krmpod, where it goes, and

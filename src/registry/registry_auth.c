@@ -13,10 +13,10 @@
 #include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
-#include "base/http_util.h"
 #include "base/json.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "http/http_util.h"
 
 #define DOCKER_HUB      "docker.io"
 #define DOCKER_HUB_HOST "registry-1.docker.io"

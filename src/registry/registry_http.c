@@ -1,6 +1,6 @@
 /* registry_http.c — see registry_http.h.
  *
- * Transfers run on the engine of base/http_xfer.h, as the API server's client does (one
+ * Transfers run on the engine of http/http_xfer.h, as the API server's client does (one
  * easy and one multi handle per client, 50 ms slices that check the cancel flag and the
  * deadline, the retry policy per method). Connecting may take 10 s and a whole request 5
  * minutes (or what is left before the deadline); a transfer that moves no byte for 30 s is
@@ -20,12 +20,12 @@
 #include <curl/curl.h>
 
 #include "base/clock.h"
-#include "base/http_util.h"
-#include "base/http_xfer.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "http/http_util.h"
+#include "http/http_xfer.h"
 
 #define CONNECT_TIMEOUT_MS 10000  /* connecting (TCP + TLS) */
 #define REQUEST_TIMEOUT_MS 300000 /* a whole request */

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/http_util.h"
 #include "base/size_limits.h"
 #include "fuzz_util.h"
+#include "http/http_util.h"
 #include "kube/kube_http.h"
 #include "kube/kube_stream.h"
 #include "kube/kube_version.h"

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/kubeconfig.h"
 #include "fuzz_util.h"
 #include "kube/kube_http.h"
-#include "kube/kubeconfig.h"
 
 static void check_blob(const char *what, const char *p, size_t len)
 {

@@ -82,6 +82,9 @@ check readme "src/pod/: no README.md" rm src/pod/README.md
 append_line() { printf '%s\n' "$2" >>"$1"; }
 check readme-lines "the title, a blank line and three lines" \
 	append_line src/kube/README.md "one line more"
+# A folder that outgrew its share of src/.
+grow() { /usr/bin/python3 -c 'import sys; open(sys.argv[1], "a").write("/* planted */\n" * 3000)' "$1"; }
+check folder-share "lines of src/ (" grow src/fn/fn_pod.c
 
 # The diagram in docs/architecture.md and the one layers.py makes must agree.
 cp docs/architecture.md "$tmp/architecture.md"

@@ -223,7 +223,7 @@ def test_a_pool_pod_may_change_only_its_lease_marks(install, as_repo_server, krm
                               "path": "/metadata/annotations/krmpod.dev~1idle-since",
                               "value": "1"}])
         assert status == 200, obj
-        # a shim's lease renewal (fn_lease.h), as the Role's token writes it
+        # a shim's lease renewal (pool_lease.h), as the Role's token writes it
         status, obj = patch([{"op": "add", "path": "/metadata/annotations/krmpod.dev~1renewed",
                               "value": "1"}])
         assert status == 200, obj

@@ -143,12 +143,20 @@ TEST(a_socket_file_that_exists_is_listening)
 		snprintf(path, sizeof(path), "/tmp/krmpod-test-fdio-race-%d-%d.sock", (int)getpid(),
 		         i);
 		unlink(path);
+		/* the child's socket lives until the parent tried (a fixed wait lost that race
+		 * to a busy machine, where the parent's connect came after the child's exit) */
+		int done[2];
+		CHECK(pipe(done) == 0);
 		pid_t child = fork();
 		if (child == 0) {
+			close(done[1]);
 			int l = fd_unix_socket(path, true, 4);
-			usleep(20000);
+			char b;
+			while (read(done[0], &b, 1) < 0 && errno == EINTR)
+				;
 			_exit(l >= 0 ? 0 : 1);
 		}
+		close(done[0]);
 		int c = -1;
 		for (long spin = 0; spin < 50000000 && c < 0; spin++) {
 			if (access(path, F_OK) != 0)
@@ -160,6 +168,7 @@ TEST(a_socket_file_that_exists_is_listening)
 		}
 		if (c >= 0)
 			close(c);
+		close(done[1]);
 		int st = 0;
 		waitpid(child, &st, 0);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);

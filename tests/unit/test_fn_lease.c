@@ -1,9 +1,9 @@
-/* Unit tests: the period a renewed pod's lease annotation names (fn_lease.h), as a sweep
+/* Unit tests: the period a renewed pod's lease annotation names (pool_lease.h), as a sweep
  * reads it: only "COUNT/PERIOD-MS", never shorter than FN_LEASE_MIN_PERIOD_MS. */
 #include <stddef.h>
 
 #include "check.h"
-#include "fn/fn_lease.h"
+#include "pool/pool_lease.h"
 
 TEST(period)
 {

@@ -1,5 +1,5 @@
 /* test_fn_offer.c — the two file protocols between generate and its shims:
- * fn/fn_offer.h (offers, pending markers naming the janitor) and fn/fn_marker.h
+ * handoff/offers.h (offers, pending markers naming the janitor) and handoff/markers.h
  * (the marker a shim keeps while it runs). */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "check.h"
-#include "fn/fn_marker.h"
-#include "fn/fn_offer.h"
+#include "handoff/markers.h"
+#include "handoff/offers.h"
 
 static char *make_dir(void)
 {

@@ -6,8 +6,8 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
-#include "base/http_xfer.h"
 #include "check.h"
+#include "http/http_xfer.h"
 
 TEST(a_post_or_patch_is_never_sent_again_after_a_5xx)
 {

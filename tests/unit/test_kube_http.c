@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/http_util.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "check.h"
 #include "fake_http.h"
+#include "http/http_util.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kube_stream.h"
@@ -278,7 +278,7 @@ TEST(get_parses_json_and_sends_headers)
 	client_stop(&k);
 }
 
-/* The API server's clock: the Date of the last answer (fn_gc.c judges ages by it); an
+/* The API server's clock: the Date of the last answer (gc.c judges ages by it); an
  * answer without one keeps the last known, and a client that saw none has 0. */
 TEST(server_time_is_the_last_date)
 {

@@ -25,9 +25,9 @@
 #include "base/size_limits.h"
 #include "base/xalloc.h"
 #include "check.h"
+#include "config/kubeconfig.h"
 #include "fake_http.h"
 #include "kube/kube_stream.h"
-#include "kube/kubeconfig.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define ATTACH_PATH                      \

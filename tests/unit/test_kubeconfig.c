@@ -7,7 +7,7 @@
 
 #include "base/xalloc.h"
 #include "check.h"
-#include "kube/kubeconfig.h"
+#include "config/kubeconfig.h"
 
 static void parses(const char *url, const char *host, int port, const char *prefix)
 {

@@ -1,5 +1,5 @@
-/* fn_pool.c — see fn_pool.h and docs/internals/warm-pool.md. */
-#include "fn/fn_pool.h"
+/* pool.c — see pool.h and docs/internals/warm-pool.md. */
+#include "pool/pool.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* fn_marker.h — the marker each shim under `krmpod generate` keeps while it runs a
+/* markers.h — the marker each shim under `krmpod generate` keeps while it runs a
  * function, so that generate can name a function whose shim died without a word.
  *
  * A shim SIGKILLed (by the kernel's OOM killer in the sidecar, by hand, or by generate's own
@@ -12,8 +12,8 @@
  * and removed on every path the shim lives through, after its pod was deleted. A marker left
  * behind once kustomize ended is a shim that died: generate names its function and deletes
  * its pod (cmp.c). */
-#ifndef KRMPOD_FN_MARKER_H
-#define KRMPOD_FN_MARKER_H
+#ifndef KRMPOD_MARKERS_H
+#define KRMPOD_MARKERS_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-/* fn_gc.c — see fn_gc.h. `krmpod gc` deletes function pods that no
+/* gc.c — see gc.h. `krmpod gc` deletes function pods that no
  * shim will delete any more. A shim deletes its pod on every path it lives through; a shim
  * killed with SIGKILL (the sidecar OOM-killed or evicted) cannot, and a pod stopped by its
  * activeDeadlineSeconds stays, Failed, until someone deletes it.
@@ -10,7 +10,7 @@
  * deleted only when it is older than its activeDeadlineSeconds plus --older-than: the
  * cluster should have stopped it by then. Running functions of live generate runs are never
  * touched. Ages are on the API server's clock only (verdict()). */
-#include "fn/fn_gc.h"
+#include "ops/gc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,15 +29,15 @@
 #include "base/log.h"
 #include "base/signals.h"
 #include "base/xalloc.h"
+#include "config/kubeconfig.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
-#include "fn/fn_lease.h"
-#include "fn/fn_pool.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
-#include "kube/kubeconfig.h"
 #include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
+#include "pool/pool.h"
+#include "pool/pool_lease.h"
 
 /* When the API server last wrote the pod (the latest time in its managedFields: the API
  * server stamps each write with its own clock); with own_only, only the writes to the pod
@@ -74,7 +74,7 @@ static const char *verdict(const struct json *pod, time_t now, int64_t older_tha
 		         phase, (long long)(now - written));
 		return why;
 	}
-	/* a pod its shim renewed (fn_lease.h): gone with the shim once the lease expired */
+	/* a pod its shim renewed (pool_lease.h): gone with the shim once the lease expired */
 	time_t renewed = last_write(pod, true);
 	int64_t period = fn_lease_period(
 	        json_str(json_get(json_path(pod, "metadata.annotations"), POD_ANNOTATION_RENEWED)));

@@ -1,5 +1,5 @@
-/* fn_offer.c — see fn_offer.h. */
-#include "fn/fn_offer.h"
+/* offers.c — see offers.h. */
+#include "handoff/offers.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* fn_lease.c — see fn_lease.h. */
-#include "fn/fn_lease.h"
+/* pool_lease.c — see pool_lease.h. */
+#include "pool/pool_lease.h"
 
 #include <errno.h>
 #include <pthread.h>

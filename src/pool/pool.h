@@ -1,4 +1,4 @@
-/* fn_pool.h — the warm pool (docs/internals/warm-pool.md), KRMPOD_WARM_POOL=true: exec-mode
+/* pool.h — the warm pool (docs/internals/warm-pool.md), KRMPOD_WARM_POOL=true: exec-mode
  * function pods kept after a call for the next call of the same pod (the same image
  * digest, network mode and settings: the pod key, fn_config_key), shared through the API
  * server by every repo-server replica and every render.
@@ -18,8 +18,8 @@
  * leased ones past their lease (their holder died); KRMPOD_WARM_POOL_MAX_LIFE is every pool
  * pod's activeDeadlineSeconds, the backstop when no janitor runs.
  */
-#ifndef KRMPOD_FN_POOL_H
-#define KRMPOD_FN_POOL_H
+#ifndef KRMPOD_POOL_H
+#define KRMPOD_POOL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
-/* fn_doctor.h — the preflight of the cluster side (`krmpod doctor`): the settings, the
+/* doctor.h — the preflight of the cluster side (`krmpod doctor`): the settings, the
  * credentials, the server's Kubernetes version (1.30 or newer, for v5.channel.k8s.io), the
  * PodTemplate, the helper image, the permissions krmpod needs in the functions namespace
  * (SelfSubjectAccessReview), the image pull Secrets (KRMPOD_IMAGE_PULL_SECRETS and the
  * PodTemplate's: they exist and are kubernetes.io/dockerconfigjson), and what the
  * namespace's NetworkPolicies do to function pods (netpol.h). One line per check, "[ok  ]",
  * "[WARN]" or "[FAIL]", then a summary. */
-#ifndef KRMPOD_FN_DOCTOR_H
-#define KRMPOD_FN_DOCTOR_H
+#ifndef KRMPOD_DOCTOR_H
+#define KRMPOD_DOCTOR_H
 
 #include <signal.h>
 #include <stdatomic.h>

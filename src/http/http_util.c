@@ -1,5 +1,5 @@
 /* http_util.c — see http_util.h. */
-#include "base/http_util.h"
+#include "http/http_util.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
-/* fn_marker.c — see fn_marker.h. */
-#include "fn/fn_marker.h"
+/* markers.c — see markers.h. */
+#include "handoff/markers.h"
 
 #include <dirent.h>
 #include <errno.h>

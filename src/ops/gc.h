@@ -1,11 +1,11 @@
-/* fn_gc.h — deleting function pods no shim will delete any more (`krmpod gc`): finished
+/* gc.h — deleting function pods no shim will delete any more (`krmpod gc`): finished
  * for a while (a SIGKILLed shim's, or stopped by activeDeadlineSeconds), or past their
- * deadline; and the warm pool's (fn_pool.h): idle past KRMPOD_WARM_POOL_TTL, leased past
+ * deadline; and the warm pool's (pool.h): idle past KRMPOD_WARM_POOL_TTL, leased past
  * their lease (the holder died), or beyond KRMPOD_WARM_POOL_SIZE idle ones per pool. Never
  * a running function, never a pod without krmpod.dev/function=true. Ages are judged on the
  * API server's clock (kube_client_server_time), never this machine's. */
-#ifndef KRMPOD_FN_GC_H
-#define KRMPOD_FN_GC_H
+#ifndef KRMPOD_GC_H
+#define KRMPOD_GC_H
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -14,8 +14,8 @@
 #include <stdio.h>
 
 #include "base/err.h"
+#include "config/kubeconfig.h"
 #include "config/settings.h"
-#include "kube/kubeconfig.h"
 
 #define FN_GC_DEFAULT_OLDER_THAN_MS 60000
 
@@ -31,7 +31,7 @@ struct fn_gc_result {
 };
 
 /* Sweeps the functions namespace of the settings in envp (fn_config.h) as described in
- * fn_gc.c. Fails only when the pods cannot be listed; a pod that cannot be deleted is
+ * gc.c. Fails only when the pods cannot be listed; a pod that cannot be deleted is
  * counted in res->failed and said on out. */
 int fn_gc(char *const *envp, const struct fn_gc_opts *o, struct fn_gc_result *res,
           struct err **err);

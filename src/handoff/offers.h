@@ -1,4 +1,4 @@
-/* fn_offer.h — the directory through which `krmpod generate` offers pods it started
+/* offers.h — the directory through which `krmpod generate` offers pods it started
  * ahead (cmp/prestart.h) and the shims claim them (fn_pod.c). It holds:
  *
  *   KEY.POD          pod POD, offered for requests whose key is KEY (fn_config_key, 16 hex
@@ -12,14 +12,14 @@
  *                    goes to one shim, and the pod is then that shim's to delete
  *                    (but for the render's pods below);
  *   sessions/KEY.POD the unix socket of the render's call session with a leased warm pool
- *                    pod (fn_session.h), made before the offer.
+ *                    pod (pool_session.h), made before the offer.
  *
  * An offer file holds its note (struct prestart_offer_note, written and read only by the
  * codec below): what kind of pod it is and who ends it.
  *
  *   plain     a pod started ahead for one shim, which deletes it after its call (an empty
  *             file is a plain offer);
- *   pool      a warm-pool pod (fn_pool.h) the janitor leased for the render: the shim that
+ *   pool      a warm-pool pod (pool.h) the janitor leased for the render: the shim that
  *             takes it does not delete it but, after a clean call, gives the offer back
  *             (renames it out of claimed/ again) for the next function of the same key;
  *             the janitor gives the lease back when the render is done. "warm": it runs
@@ -30,8 +30,8 @@
  *
  * A shim that gives an offer back marks it used, for the janitor.
  */
-#ifndef KRMPOD_FN_OFFER_H
-#define KRMPOD_FN_OFFER_H
+#ifndef KRMPOD_OFFERS_H
+#define KRMPOD_OFFERS_H
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -56,7 +56,7 @@ enum prestart_offer_kind { OFFER_PLAIN, OFFER_POOL, OFFER_RENDER };
 /* What an offer says of its pod. */
 struct prestart_offer_note {
 	enum prestart_offer_kind kind;
-	char holder[160]; /* pool: the render's lease holder (fn_pool.h) */
+	char holder[160]; /* pool: the render's lease holder (pool.h) */
 	bool warm;        /* pool: it runs, and its session is open */
 	/* pool when not warm, and render: the janitor that opens its session once it started
 	 * (fn_session_await); 0 for none */
@@ -86,7 +86,7 @@ bool prestart_offer_was_used(const char *path);
 char *prestart_offer_path(const char *dir, uint64_t key, const char *pod);
 char *prestart_offer_pending_path(const char *dir, uint64_t key, size_t n);
 char *prestart_offer_claimed_dir(const char *dir);
-/* The socket of the render's call session with a leased pool pod (fn_session.h), in the
+/* The socket of the render's call session with a leased pool pod (pool_session.h), in the
  * subdirectory sessions/ (never taken for an offer). */
 char *prestart_offer_session_path(const char *dir, uint64_t key, const char *pod);
 

@@ -1,5 +1,5 @@
 /* kubeconfig.c — see kubeconfig.h. */
-#include "kube/kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +13,11 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
-#include "base/http_util.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "http/http_util.h"
 
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define TOKEN_MAX_AGE  60

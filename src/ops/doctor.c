@@ -1,10 +1,10 @@
-/* fn_doctor.c — see fn_doctor.h. `krmpod doctor`: preflight checks of the cluster side,
+/* doctor.c — see doctor.h. `krmpod doctor`: preflight checks of the cluster side,
  * printed as a report: settings, credentials, the server's Kubernetes version (1.30 or newer, for the
  * v5.channel.k8s.io stream protocol), the permissions krmpod needs in the functions
  * namespace (SelfSubjectAccessReview), whether NetworkPolicies really isolate function pods
  * (without them the krmpod.dev/network labels isolate nothing), and the PodTemplate. Exits 0
  * when nothing failed, 1 otherwise. */
-#include "fn/fn_doctor.h"
+#include "ops/doctor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +26,7 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
+#include "config/kubeconfig.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
@@ -33,7 +34,6 @@
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kube_version.h"
-#include "kube/kubeconfig.h"
 #include "pod/netpol.h"
 #include "pod/pod_manifest.h"
 #include "sign/sig_policy.h"

@@ -1,16 +1,16 @@
-/* fn_session.h — a render's call session with one leased warm-pool pod (docs/internals/
+/* pool_session.h — a render's call session with one leased warm-pool pod (docs/internals/
  * exec-mode.md, "Sessions"; the frames are agent_frame.h's).
  *
  * generate's janitor opens one pods/exec of `krmpod serve` per pool pod it leased for the
- * render and listens on a unix socket in the offer directory (fn_offer.h). A shim
+ * render and listens on a unix socket in the offer directory (offers.h). A shim
  * that claimed the offer connects and runs its call through it: no API request, no TLS
  * handshake, no process made by the container runtime, per call. The relay forwards bytes
  * both ways, one connection at a time, and reads the pod's frames only to see each call's
  * end ('x'). A connection that ends before its call's end (the shim died or gave up)
  * breaks the session: the pod's stdin is closed, `krmpod serve` kills the call, and the
  * pod must not go back to the pool. */
-#ifndef KRMPOD_FN_SESSION_H
-#define KRMPOD_FN_SESSION_H
+#ifndef KRMPOD_POOL_SESSION_H
+#define KRMPOD_POOL_SESSION_H
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -19,7 +19,7 @@
 
 #include "base/err.h"
 #include "base/json.h"
-#include "kube/kubeconfig.h"
+#include "config/kubeconfig.h"
 
 struct fn_session;
 

@@ -1,20 +1,20 @@
-/* fn_lease.h — a shim's lease on the function pod it holds (docs/install.md, "Housekeeping").
+/* pool_lease.h — a shim's lease on the function pod it holds (docs/install.md, "Housekeeping").
  *
  * While a shim holds a pod, a thread of its own writes the pod's POD_ANNOTATION_RENEWED
  * every KRMPOD_LEASE_RENEW (settings.h), as "COUNT/PERIOD-MS". The API server stamps each
- * write in the pod's managedFields with its own clock, so a sweep (fn_gc.c) can tell, on that
+ * write in the pod's managedFields with its own clock, so a sweep (gc.c) can tell, on that
  * clock alone, that a pod's shim is gone: a renewed pod whose last write by krmpod is
  * FN_LEASE_PERIODS of its own period old (the period in the pod, so that sidecars with other
  * settings judge it alike). A pod whose shim died before its first renewal is left to the
- * older rules (its deadline). Pool pods have leases of their own (fn_pool.h) and take none.
+ * older rules (its deadline). Pool pods have leases of their own (pool.h) and take none.
  */
-#ifndef KRMPOD_FN_LEASE_H
-#define KRMPOD_FN_LEASE_H
+#ifndef KRMPOD_POOL_LEASE_H
+#define KRMPOD_POOL_LEASE_H
 
 #include <stdint.h>
 
 #include "base/err.h"
-#include "kube/kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #define FN_LEASE_PERIODS 3
 /* The shortest period a sweep believes of a pod's annotation. */

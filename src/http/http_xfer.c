@@ -1,14 +1,14 @@
 /* http_xfer.c — see http_xfer.h. */
-#include "base/http_xfer.h"
+#include "http/http_xfer.h"
 
 #include <ctype.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/clock.h"
-#include "base/http_util.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "http/http_util.h"
 
 #ifndef KRMPOD_VERSION
 #define KRMPOD_VERSION "0.0.0-dev"

@@ -1,5 +1,5 @@
-/* fn_session.c — see fn_session.h. */
-#include "fn/fn_session.h"
+/* pool_session.c — see pool_session.h. */
+#include "pool/pool_session.h"
 
 #include <errno.h>
 #include <fcntl.h>
