@@ -18,19 +18,31 @@
  *       behind is reaped here and the group check sees only live processes. It returns when
  *       the group is gone (or after that SIGKILL), with COMMAND's exit status (128+N after
  *       signal N). It says on stderr when the deadline struck.
+ *
+ *   --stdout-copy PATH  relays COMMAND's stdout through a pipe, to this stdout and to PATH,
+ *       and ends with the line "stdout: N bytes, fnv1a64 HEX" on stderr, so that the test
+ *       can check what reached it through `kubectl exec` (whose stream this cluster's
+ *       kubelet now and then ends early with a clean status) and read PATH again when it
+ *       lost bytes. Copies in PATH's directory older than COPY_MAX_AGE_S are removed first.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define GROUP_KILL_DELAY_MS 5000
+#define COPY_MAX_AGE_S 600
+#define DRAIN_MS 5000
 
 static const char *prog = "cmp-hook-run";
 
@@ -59,6 +71,80 @@ static void sleep_ms(long ms)
 		;
 }
 
+/* The stdout relay of --stdout-copy. */
+struct relay {
+	int in;   /* the pipe's read end, -1 once at its end */
+	int copy; /* PATH */
+	unsigned long long n, fnv;
+	int failed;
+};
+
+static void write_all(int fd, const char *p, size_t n, struct relay *r)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r->failed = errno;
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Relays what the pipe holds now, waiting up to wait_ms for some; at its end, closes it. */
+static void relay_some(struct relay *r, int wait_ms)
+{
+	if (r->in < 0) {
+		if (wait_ms)
+			sleep_ms(wait_ms);
+		return;
+	}
+	struct pollfd p = {.fd = r->in, .events = POLLIN};
+	if (poll(&p, 1, wait_ms) <= 0)
+		return;
+	char buf[65536];
+	ssize_t got = read(r->in, buf, sizeof(buf));
+	if (got < 0 && errno == EINTR)
+		return;
+	if (got <= 0) {
+		close(r->in);
+		r->in = -1;
+		return;
+	}
+	for (ssize_t i = 0; i < got; i++)
+		r->fnv = (r->fnv ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+	r->n += (unsigned long long)got;
+	write_all(1, buf, (size_t)got, r);
+	write_all(r->copy, buf, (size_t)got, r);
+}
+
+/* Removes the copies of earlier runs, in path's directory, older than COPY_MAX_AGE_S. */
+static void remove_old_copies(const char *path)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == NULL)
+		return;
+	*slash = '\0';
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	time_t now = time(NULL);
+	while (d && (e = readdir(d)) != NULL) {
+		struct stat st;
+		if (strncmp(e->d_name, "stdout.", 7) != 0 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(st.st_mode) && now - st.st_mtime > COPY_MAX_AGE_S)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int exit_status(int status)
 {
 	if (WIFEXITED(status))
@@ -70,15 +156,19 @@ static int exit_status(int status)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: %s [--timeout-ms N] [--chdir DIR] [--env K=V]... -- COMMAND [ARG]...\n",
+	fprintf(stderr,
+	        "usage: %s [--timeout-ms N] [--chdir DIR] [--env K=V]... [--stdout-copy PATH] -- "
+	        "COMMAND [ARG]...\n",
 	        prog);
 	return 2;
 }
 
+static int wait_command(pid_t pid, long long timeout_ms, struct relay *rl);
+
 static int run(int argc, char **argv)
 {
 	long long timeout_ms = 0;
-	const char *dir = NULL;
+	const char *dir = NULL, *copy = NULL;
 	int i = 0;
 	for (; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -94,6 +184,8 @@ static int run(int argc, char **argv)
 				return usage();
 		} else if (strcmp(argv[i], "--chdir") == 0) {
 			dir = argv[++i];
+		} else if (strcmp(argv[i], "--stdout-copy") == 0) {
+			copy = argv[++i];
 		} else if (strcmp(argv[i], "--env") == 0) {
 			if (!strchr(argv[++i], '=') || putenv(argv[i]) != 0)
 				return usage();
@@ -105,6 +197,17 @@ static int run(int argc, char **argv)
 		return usage();
 	char **cmd = argv + i;
 
+	struct relay r = {.in = -1, .copy = -1, .fnv = 0xcbf29ce484222325ULL};
+	int out[2] = {-1, -1};
+	if (copy) {
+		remove_old_copies(copy);
+		r.copy = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (r.copy < 0 || pipe2(out, O_CLOEXEC) < 0) {
+			say("--stdout-copy %s: %s", copy, strerror(errno));
+			return 1;
+		}
+		r.in = out[0];
+	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -113,6 +216,8 @@ static int run(int argc, char **argv)
 	}
 	if (pid == 0) {
 		setpgid(0, 0);
+		if (copy && dup2(out[1], 1) < 0)
+			_exit(126);
 		if (dir && chdir(dir) < 0) {
 			say("chdir %s: %s", dir, strerror(errno));
 			_exit(1);
@@ -122,7 +227,26 @@ static int run(int argc, char **argv)
 		_exit(127);
 	}
 	setpgid(pid, pid); /* no race with the child's own call: both make the same group */
+	if (copy)
+		close(out[1]);
+	int rc = wait_command(pid, timeout_ms, &r);
+	if (copy) {
+		/* what the command's group still writes, until the pipe's end (bounded) */
+		for (long long until = now_ms() + DRAIN_MS; r.in >= 0 && now_ms() < until;)
+			relay_some(&r, 10);
+		if (r.in >= 0 || r.failed || close(r.copy) < 0)
+			say("stdout: the relay did not end cleanly (%s)",
+			    r.in >= 0 ? "the pipe is still open" : strerror(r.failed ? r.failed : errno));
+		else
+			say("stdout: %llu bytes, fnv1a64 %016llx", r.n, r.fnv);
+	}
+	return rc;
+}
 
+/* Waits for the command (relaying its stdout meanwhile), or kills it at the deadline as Argo
+ * CD does; its exit status. */
+static int wait_command(pid_t pid, long long timeout_ms, struct relay *rl)
+{
 	long long deadline = timeout_ms ? now_ms() + timeout_ms : 0;
 	int status = 0;
 	for (;;) {
@@ -133,7 +257,7 @@ static int run(int argc, char **argv)
 				return exit_status(st); /* in time: Argo CD does not wait for the group */
 		if (deadline && now_ms() >= deadline)
 			break;
-		sleep_ms(10);
+		relay_some(rl, 10);
 	}
 	say("deadline of %lld ms exceeded: SIGKILL to pid %d, SIGTERM to process group %d",
 	    timeout_ms, (int)pid, (int)pid);

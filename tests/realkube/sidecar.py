@@ -3,6 +3,7 @@ reference build the pipeline output is compared with."""
 import hashlib
 import io
 import os
+import re
 import subprocess
 import tarfile
 import uuid
@@ -15,6 +16,9 @@ DIRECT_DOCKER = os.path.join(ROOT, "tests", "fixtures", "direct-docker")
 HOOK_RUNNER_BIN = os.environ.get("KRMPOD_HOOK_RUNNER_BIN",
                                  os.path.join(ROOT, "build", "realkube", "cmp-hook-run"))
 HOOK_RUNNER = "/tmp/.krmpod-tier/cmp-hook-run"  # copied into the sidecar (tests/realkube/cmp-hook-run.c)
+# The runner's last word with --stdout-copy: what the hook wrote on stdout.
+RUNNER_STDOUT = re.compile(rb"cmp-hook-run \(krmpod test runner\): stdout: (\d+) bytes, "
+                           rb"fnv1a64 ([0-9a-f]{16})\n")
 
 # What Argo CD's CMP server sets for generate (docs: the plugin environment), plus a user env
 # entry and git credentials that no function may see unless its config names them.
@@ -127,12 +131,15 @@ class Sidecar:
         assert r.returncode == 0, "chmod of %s failed: %s" % (HOOK_RUNNER, r.stderr.decode())
         self.runner_copied = True
 
-    def run_argv(self, repo, app, env, timeout_ms, hook):
+    def run_argv(self, repo, app, env, timeout_ms, hook, stdout_copy=None):
         """Runs the hook's command (plugin.yaml) in app through cmp-hook-run (its own process
         group, Argo CD's deadline kill), then removes the repository copy; the exit status is
-        the hook's."""
+        the hook's. With stdout_copy, the runner keeps a copy of the hook's stdout there and
+        says its length and checksum (verified_stdout)."""
         self.copy_runner()
         run = [HOOK_RUNNER, "--timeout-ms", str(timeout_ms), "--chdir", app]
+        if stdout_copy:
+            run += ["--stdout-copy", stdout_copy]
         for k, v in sorted(env.items()):
             run += ["--env", "%s=%s" % (k, v)]
         script = '"$@" </dev/null; rc=$?; rm -rf "$0"; exit $rc'
@@ -140,11 +147,41 @@ class Sidecar:
 
     def render(self, app, env=None, timeout_ms=60000, hook="generate", timeout=180):
         """Runs a plugin hook (generate by default) on the host directory `app`, as Argo CD
-        would: CompletedProcess with the hook's exit code, stdout and stderr."""
+        would: CompletedProcess with the hook's exit code, stdout and stderr. The stdout is
+        what the hook wrote, checked against the runner's count and checksum: this
+        cluster's kubelet now and then ends a `kubectl exec` stream early with a clean exit
+        (the cut krmpod's own checks exist for), so a test must not take the transport's
+        loss for the plugin's. A stdout that arrived short is read again from the runner's
+        copy; the runner's line is taken out of stderr."""
         full = dict(ARGOCD_ENV, **(env or {}))
         repo, path = self.upload_app(app, full)
-        return subprocess.run(self.run_argv(repo, path, full, timeout_ms, hook),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        copy = "%s/stdout.%s" % (os.path.dirname(HOOK_RUNNER), uuid.uuid4().hex)
+        r = subprocess.run(self.run_argv(repo, path, full, timeout_ms, hook, copy),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        r.stdout, r.stderr = self.verified_stdout(r.stdout, r.stderr, copy)
+        return r
+
+    def verified_stdout(self, stdout, stderr, copy, tries=3):
+        """(stdout, stderr) with stdout as the runner counted it (re-read from its copy when
+        the exec stream lost bytes) and the runner's line gone from stderr."""
+        m = RUNNER_STDOUT.search(stderr)
+        if m is None:
+            raise AssertionError("cmp-hook-run did not say what the hook wrote on stdout: %s"
+                                 % stderr[-2000:].decode(errors="replace"))
+        want = (int(m.group(1)), m.group(2).decode())
+        stderr = stderr[:m.start()] + stderr[m.end():]
+        got = stdout
+        for _ in range(tries):
+            if (len(got), fnv1a64(got)) == want:
+                if got is not stdout:
+                    stderr += (b"sidecar.py: stdout re-read from the runner's copy: the exec "
+                               b"stream delivered %d of %d bytes\n" % (len(stdout), want[0]))
+                self.sh('rm -f "$1"', copy)
+                return got, stderr
+            got = self.sh('cat "$1"', copy, timeout=120).stdout
+        raise AssertionError("the hook wrote %d bytes on stdout (fnv1a64 %s); %d arrived, and "
+                             "its copy could not be read back whole in %d tries"
+                             % (want[0], want[1], len(stdout), tries))
 
     def start_render(self, app, env=None, timeout_ms=60000, hook="generate"):
         """The same, in the background: a Popen (stdout and stderr pipes)."""
@@ -152,6 +189,14 @@ class Sidecar:
         repo, path = self.upload_app(app, full)
         return subprocess.Popen(self.run_argv(repo, path, full, timeout_ms, hook),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def fnv1a64(data):
+    """FNV-1a, 64 bits, as cmp-hook-run computes it."""
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return "%016x" % h
 
 
 def direct_build(app, tmp_path, flags=(), **env):
