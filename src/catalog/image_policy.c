@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/glob.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/strv.h"
@@ -66,21 +67,6 @@ void policy_add_named(struct policy *p, const char *image, const char *where)
 {
 	p->named = xrealloc(p->named, (p->n_named + 1) * sizeof(*p->named));
 	p->named[p->n_named++] = (struct policy_named){xstrdup(image), xstrdup(where)};
-}
-
-bool policy_pattern_match(const char *pattern, const char *image)
-{
-	if (*pattern == '\0')
-		return *image == '\0';
-	if (*pattern == '*') {
-		for (const char *s = image;; s++) {
-			if (policy_pattern_match(pattern + 1, s))
-				return true;
-			if (*s == '\0')
-				return false;
-		}
-	}
-	return *image == *pattern && policy_pattern_match(pattern + 1, image + 1);
 }
 
 /* Whether catalog entry e allows image (name, digest: image split). */
@@ -241,7 +227,7 @@ int policy_check(const struct policy *p, const char *image, bool network, bool m
 		return check_catalog(p, image, network, mounts, where, err);
 	if (p->mode == IMAGE_POLICY_ALLOWLIST) {
 		for (size_t i = 0; i < p->n_allowlist; i++)
-			if (policy_pattern_match(p->allowlist[i], image))
+			if (glob_match(p->allowlist[i], image))
 				return 0;
 		cleanup_buf struct buf pats;
 		buf_init(&pats, 0);

@@ -92,9 +92,6 @@ int policy_recorded(const struct policy *p, const char *image, const struct poli
  * string. */
 char *policy_describe_run(char *const *entrypoint, char *const *cmd);
 
-/* Whether image matches pattern ('*' any run of characters, everything else literal). */
-bool policy_pattern_match(const char *pattern, const char *image);
-
 /* The policy as JSON (for KRMPOD_POLICY_FILE), and back. */
 void policy_write(const struct policy *p, struct buf *out);
 int policy_read(const char *text, size_t len, const char *what, struct policy *out,

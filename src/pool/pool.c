@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/glob.h"
 #include "base/log.h"
 #include "base/xalloc.h"
 #include "catalog/image_policy.h"
@@ -29,7 +30,7 @@ bool fn_pool_takes(const struct settings *s, const struct fn_request *req)
 	if (!s->warm_pool || req->exec_argv == NULL || req->exec_pid1 || req->n_mounts > 0)
 		return false;
 	for (size_t i = 0; i < s->n_pool_images; i++)
-		if (policy_pattern_match(s->pool_images[i], req->image))
+		if (glob_match(s->pool_images[i], req->image))
 			return true;
 	return false;
 }

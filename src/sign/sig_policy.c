@@ -6,10 +6,10 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/glob.h"
 #include "base/json.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
-#include "catalog/image_policy.h"
 
 #define API_VERSION "krmpod.dev/v1alpha1"
 #define KIND        "SignaturePolicy"
@@ -291,7 +291,7 @@ static bool covers(const struct sig_rule *r, const char *image, const char *cons
                    size_t n_catalogs)
 {
 	for (size_t i = 0; i < r->n_images; i++)
-		if (policy_pattern_match(r->images[i], image))
+		if (glob_match(r->images[i], image))
 			return true;
 	for (size_t i = 0; i < r->n_catalogs; i++)
 		for (size_t k = 0; k < n_catalogs; k++)
