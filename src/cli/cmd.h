@@ -36,6 +36,9 @@ int cmd_net_gate(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_hold(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_call(int argc, char **argv, int *exit_code, struct err **err);
 int cmd_serve(int argc, char **argv, int *exit_code, struct err **err);
+/* Shared by call and serve (cmd_gate.c): the network gate the pod's environment asks for,
+ * once per pod (its mark in workdir), the gate's variables then unset. */
+int cmd_gate_from_env(const char *workdir, struct err **err);
 /* `krmpod gc [--dry-run] [--older-than D]`: deletes function pods no shim will delete. */
 int cmd_gc(int argc, char **argv, int *exit_code, struct err **err);
 /* `krmpod catalog view|validate ...`: what catalogs say and whether they are trusted. */

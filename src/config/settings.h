@@ -181,7 +181,7 @@ int settings_load_env(struct settings *s, char *const *envp, struct err **err);
  *   probes beside the API server;
  * - SETTINGS_NET_GATE_DNS_ENV=1: probe the cluster DNS too (a pod without a grant).
  * ERR_CONFIG when malformed. The functions never see them (agent_call.c gives them only their
- * config's env; cmd_agent.c unsets them). */
+ * config's env; cmd_gate.c unsets them). */
 #define SETTINGS_NET_GATE_ENV      "KRMPOD_NET_GATE_MS"
 #define SETTINGS_NET_GATE_NODE_ENV "KRMPOD_NET_GATE_NODE"
 #define SETTINGS_NET_GATE_DNS_ENV  "KRMPOD_NET_GATE_DNS"

@@ -365,7 +365,7 @@ static void write_init_containers(struct jw *w, const struct fn_request *req,
 }
 
 /* Exec mode's network gate: krmpod call/serve in the function container gate the pod's
- * first function (cmd_agent.c); the functions themselves never see this variable. */
+ * first function (cmd_gate.c); the functions themselves never see this variable. */
 static void write_gate_env(struct jw *w, const struct fn_request *req, const struct settings *s)
 {
 	if (s->net_gate_ms <= 0)

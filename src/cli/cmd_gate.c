@@ -1,6 +1,6 @@
-/* cmd_agent.c — the roles krmpod plays inside an exec-mode function pod (agent.h):
- * `krmpod install-self DIR`, `krmpod net-gate MS`, `krmpod hold`,
- * `krmpod serve WORKDIR` and `krmpod call WORKDIR`. */
+/* cmd_gate.c — the network gate in a function pod (agent_gate.h): `krmpod net-gate MS`,
+ * attach mode's init container, and the gate exec mode's first call passes
+ * (cmd_gate_from_env). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -70,23 +70,11 @@ static int run_gate(const struct settings_gate *g, bool say, struct err **err)
 	return 0;
 }
 
-int cmd_install_self(int argc, char **argv, int *exit_code, struct err **err)
-{
-	if (argc != 2 || argv[1][0] != '/')
-		return err_set(err, ERR_USAGE,
-		               "usage: krmpod install-self /DIR (run by exec-mode function pods' "
-		               "installer container)");
-	if (agent_install_self(argv[1], err) < 0)
-		return -1;
-	*exit_code = 0;
-	return 0;
-}
-
 /* Exec mode: the gate's time in the function container (pod_manifest.c) holds the pod's first
  * function back until the pod is isolated; the mark in WORKDIR (agent_gate.h) spares the
  * later calls and sessions of the same pod. Unset afterwards, so that the functions a
  * session runs do not see the variables. */
-static int gate_from_env(const char *workdir, struct err **err)
+int cmd_gate_from_env(const char *workdir, struct err **err)
 {
 	struct settings_gate g;
 	if (settings_agent_net_gate(environ, &g, err) < 0)
@@ -121,42 +109,5 @@ int cmd_net_gate(int argc, char **argv, int *exit_code, struct err **err)
 		return 0;
 	}
 	*exit_code = AGENT_GATE_EXIT_ISOLATED;
-	return 0;
-}
-
-int cmd_hold(int argc, char **argv, int *exit_code, struct err **err)
-{
-	(void)argv;
-	if (argc != 1)
-		return err_set(
-		        err, ERR_USAGE,
-		        "usage: krmpod hold (the command of an exec-mode function container)");
-	if (agent_hold(err) < 0)
-		return -1;
-	*exit_code = 0;
-	return 0;
-}
-
-int cmd_call(int argc, char **argv, int *exit_code, struct err **err)
-{
-	if (argc != 2 || argv[1][0] != '/')
-		return err_set(err, ERR_USAGE,
-		               "usage: krmpod call /WORKDIR < header+input (run through pods/exec "
-		               "in an exec-mode function pod)");
-	if (gate_from_env(argv[1], err) < 0)
-		return -1;
-	return agent_call(argv[1], 0, 1, 2, exit_code, err);
-}
-
-int cmd_serve(int argc, char **argv, int *exit_code, struct err **err)
-{
-	if (argc != 2 || argv[1][0] != '/')
-		return err_set(err, ERR_USAGE,
-		               "usage: krmpod serve /WORKDIR (run through pods/exec in an "
-		               "exec-mode function pod, for a render's calls)");
-	if (gate_from_env(argv[1], err) < 0 ||
-	    agent_serve("/proc/self/exe", argv[1], 0, 1, err) < 0)
-		return -1;
-	*exit_code = 0;
 	return 0;
 }
