@@ -356,6 +356,36 @@ int fn_output_stream_failed(struct fn_pod *p, struct err **err)
 	return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)", ns, pod);
 }
 
+/* A stdout that ends as the container runtime's cut leaves it: the runtime closes the
+ * container's output pipes at its exit with the last chunk still in them, and the attach
+ * and the log then end at the same byte, so the log check cannot see it (docs/reliability.md,
+ * section 4). What it keeps is what it read from the pipe, in whole pages when the function
+ * writes in large blocks, and the cut falls inside a line. A function's stdout is YAML or
+ * JSON, which ends with a newline: a stdout that does not, or whose length is a whole number
+ * of pipe pages (RUNTIME_CUT_ALIGN), cannot be told from a cut one, so it is not proven
+ * complete. A cut that ends on a newline between pages is not caught (exec mode counts
+ * every byte). */
+#define RUNTIME_CUT_ALIGN 4096
+static int check_tail(struct fn_pod *p, const struct kube_stream_result *res, struct err **err)
+{
+	if (res->bytes_out == 0)
+		return 0;
+	char reason[256];
+	if (res->out_last != '\n')
+		snprintf(reason, sizeof(reason),
+		         "its stdout (%llu bytes) does not end with a newline, as the container "
+		         "runtime leaves an output it cut at the exit",
+		         (unsigned long long)res->bytes_out);
+	else if (res->bytes_out % RUNTIME_CUT_ALIGN == 0)
+		snprintf(reason, sizeof(reason),
+		         "its stdout is %llu bytes, a whole number of %d-byte pipe pages, as the "
+		         "container runtime leaves an output it cut at the exit",
+		         (unsigned long long)res->bytes_out, RUNTIME_CUT_ALIGN);
+	else
+		return 0;
+	return unproven(p, reason, err);
+}
+
 /* After the stream: the output only the log has, and the check that none was lost. */
 static int finish(struct fn_pod *p, const struct pod_state *st, const struct fn_io *io,
                   const struct sink *k, const struct kube_stream_result *res, bool no_container,
@@ -363,10 +393,13 @@ static int finish(struct fn_pod *p, const struct pod_state *st, const struct fn_
 {
 	if (no_container)
 		return fn_output_from_log(p, st, io, err);
+	bool ok = st->exit_code == 0;
+	if (ok && check_tail(p, res, err) < 0) /* before any byte of the log goes out */
+		return -1;
 	if (!k->held) /* streamed: what came before the attach goes to stderr */
-		return check_log_after_end(p, io, res, false, st->exit_code == 0, err);
+		return check_log_after_end(p, io, res, false, ok, err);
 	/* held: what only the log has first, then the held streams */
-	if (check_log_after_end(p, io, res, st->exit_code == 0, false, err) < 0 ||
+	if (check_log_after_end(p, io, res, ok, false, err) < 0 ||
 	    fd_copy_from_start(k->out, io->out_fd, "stdout", err) < 0)
 		return -1;
 	return fd_copy_from_start(k->err, io->err_fd, "stderr", err);

@@ -109,6 +109,8 @@ static int sink(void *ud, int channel, const char *data, size_t len, struct err 
 			               s->o.out_limit_name ? s->o.out_limit_name : "its limit",
 			               (unsigned long long)s->o.out_limit);
 		s->res.bytes_out += len;
+		if (len > 0)
+			s->res.out_last = (unsigned char)data[len - 1];
 		return s->o.out_fd >= 0 ? fd_write_all(s->o.out_fd, data, len, "stdout", err) : 0;
 	}
 	s->res.bytes_err += len;

@@ -54,6 +54,7 @@ struct kube_stream_opts {
 
 struct kube_stream_result {
 	uint64_t bytes_in, bytes_out, bytes_err; /* payload bytes on channels 0, 1, 2 */
+	unsigned char out_last;                  /* the last stdout byte (bytes_out > 0) */
 	bool got_status;                         /* a channel-3 Status arrived */
 	bool status_success;                     /* its status was "Success" */
 	char status_reason[64];

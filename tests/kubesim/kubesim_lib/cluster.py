@@ -1299,6 +1299,12 @@ class Cluster:
         sel = selectors.DefaultSelector()
         for fd in streams:
             sel.register(fd, selectors.EVENT_READ)
+        # The fault runtime_cut: past this many bytes of stdout, the runtime drops the rest
+        # from the log and the attachments alike (containerd closing a container's pipes at
+        # its exit with the last chunk still in them).
+        cut = (self.faults.get("runtime_cut_bytes")
+               if self.faults.image_in("runtime_cut_images", c.spec["image"]) else None)
+        out_seen = 0
         while streams:
             for key, _ in sel.select():
                 fd = key.fd
@@ -1307,11 +1313,17 @@ class Cluster:
                     data = os.read(fd, 65536)
                 except OSError:
                     data = b""
+                kept = data
+                if cut is not None and ch == 1 and data:
+                    kept = data[:max(0, cut - out_seen)]
+                    out_seen += len(data)
+                    if not kept:
+                        continue
                 with c.lock:
-                    if data:
-                        c.log += data
+                    if kept:
+                        c.log += kept
                     for fn in list(c.listeners):
-                        fn(ch, data or None)
+                        fn(ch, kept or None)
                 if not data:
                     sel.unregister(fd)
                     del streams[fd]
