@@ -134,15 +134,14 @@ static void build_offer(struct prestart *p, struct offer *o)
 			memset(&o->s, 0, sizeof(o->s));
 		}
 	} else {
-		/* The render's exec-mode pod serves its key's calls one after another, each
-		 * within KRMPOD_TIMEOUT, and all within generate's deadline (the shims' timeouts
-		 * end with it): it lives for the shorter of the two, plus kustomize's own time
-		 * between the calls. */
-		if (o->exec && o->uses > 1) {
-			int64_t calls = o->s.timeout_ms * (int64_t)o->uses;
-			int64_t render = p->deadline - now_ms();
-			o->s.timeout_ms = min64(calls, render) + PRESTART_LEASE_SLACK_MS;
-		}
+		/* A pod started ahead waits for its shim, which comes when kustomize reaches its
+		 * function: any time before generate's deadline. Its KRMPOD_TIMEOUT counts from
+		 * the claim (the shim's own deadline, which ends with generate's), so the pod's
+		 * activeDeadlineSeconds, counted from its start, is generate's time left: with
+		 * KRMPOD_TIMEOUT alone, a function that kustomize reached later than that after
+		 * the pod started found its pod killed (DeadlineExceeded). The render's exec-mode
+		 * pod, serving its key's calls one after another, lives as long. */
+		o->s.timeout_ms = p->deadline - now_ms() + PRESTART_LEASE_SLACK_MS;
 		pod_spec_build(&o->req, &o->s, &b);
 	}
 	o->body = buf_steal(&b, &o->len);

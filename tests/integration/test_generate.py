@@ -2,6 +2,7 @@
 drives the shim against kubesim, in the environment Argo CD's CMP server gives a plugin
 (ARGOCD_* variables, in-cluster token credentials, its own process group), including its
 kill sequence at the deadline."""
+import json
 import os
 import re
 import shutil
@@ -675,6 +676,38 @@ def test_a_render_pod_the_janitor_cannot_delete_fails_generate(kubesim, tmp_path
         for p in kubesim.api_pods():
             kubesim.control("DELETE", "/api/v1/namespaces/default/pods/" +
                             p["metadata"]["name"], {"gracePeriodSeconds": 0})
+
+
+def test_a_pod_started_ahead_outlives_its_wait_for_kustomize(kubesim, tmp_path):
+    """Three slow functions (1 s each) under KRMPOD_TIMEOUT=2s: the third pod, started ahead
+    with the others, is claimed some 3 s after it started. Its activeDeadlineSeconds was
+    KRMPOD_TIMEOUT, counted from the pod's start, so it was killed (DeadlineExceeded)
+    before its function ran (the soak's 10-function probe failed so on a loaded machine).
+    Now a pod started ahead lives to generate's deadline; the shim's own KRMPOD_TIMEOUT
+    counts from the claim."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: base\n")
+    for i in range(3):
+        (app / ("fn%d.yaml" % i)).write_text(
+            "apiVersion: krmpod.test/v1\nkind: Fn\nmetadata:\n  name: fn%d\n  annotations:\n"
+            "    config.kubernetes.io/function: |\n      container:\n"
+            "        image: example.com/fns/slow-cat:v1\n"
+            "        envs:\n        - SLOW_SECONDS=1\n        - WHICH=%d\n" % (i, i))
+    (app / "kustomization.yaml").write_text(
+        "resources:\n- cm.yaml\ntransformers:\n- fn0.yaml\n- fn1.yaml\n- fn2.yaml\n")
+    r = generate(app, cmp_env(kubesim, tmp_path, KRMPOD_TIMEOUT="2s", KRMPOD_LOG_LEVEL="debug"))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and b"name: base" in r.stdout, err
+    # attach mode: three pods; exec mode: one, the render's, whose calls carry the env
+    n = 1 if EXEC_MODE else 3
+    assert "%d pods started ahead" % n in err and "%d claimed" % n in err, err
+    specs = [json.loads(l.split("pod spec: ", 1)[1]) for l in err.splitlines()
+             if "pod spec: " in l]
+    assert len(specs) == n, err
+    for spec in specs:  # generate's time left (60 s here), not KRMPOD_TIMEOUT
+        assert spec["spec"]["activeDeadlineSeconds"] > 30, spec["spec"]
+    no_sanitizer_reports(r.stderr)
 
 
 def test_prestart_offer_is_waited_for_under_a_slow_api_server(kubesim, tmp_path):
