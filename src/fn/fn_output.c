@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
+#include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
 
 /* Bytes of attach output kept to line it up with the pod log after the end. */
@@ -356,10 +357,11 @@ int fn_output_stream_failed(struct fn_pod *p, struct err **err)
 	return err_wrap(err, "stream pod %s/%s (the function's output is incomplete)", ns, pod);
 }
 
-/* A stdout that ends as the container runtime's cut leaves it: the runtime closes the
- * container's output pipes at its exit with the last chunk still in them, and the attach
- * and the log then end at the same byte, so the log check cannot see it (docs/reliability.md,
- * section 4). What it keeps is what it read from the pipe, in whole pages when the function
+/* A stdout that ends as the container runtime's cut leaves it: in a pod with init
+ * containers (the network gate's, the mounts': where it was seen, and every attach-mode pod
+ * under the shipped settings) the runtime now and then closes the container's output pipes
+ * at its exit with the last chunk still in them, and the attach and the log then end at the
+ * same byte, so the log check cannot see it (docs/reliability.md, section 4). What it keeps is what it read from the pipe, in whole pages when the function
  * writes in large blocks, and the cut falls inside a line. A function's stdout is YAML or
  * JSON, which ends with a newline: a stdout that does not, or whose length is a whole number
  * of pipe pages (RUNTIME_CUT_ALIGN), cannot be told from a cut one, so it is not proven
@@ -368,7 +370,7 @@ int fn_output_stream_failed(struct fn_pod *p, struct err **err)
 #define RUNTIME_CUT_ALIGN 4096
 static int check_tail(struct fn_pod *p, const struct kube_stream_result *res, struct err **err)
 {
-	if (res->bytes_out == 0)
+	if (res->bytes_out == 0 || !pod_has_init_containers(fn_pod_request(p), fn_pod_settings(p)))
 		return 0;
 	char reason[256];
 	if (res->out_last != '\n')

@@ -349,11 +349,21 @@ static void write_gate_init_container(struct jw *w, const struct fn_request *req
 
 /* krmpod's init containers: the network gate's (attach mode, and exec mode on the image's
  * own entrypoint, which starts with the container), then the mounts'. */
+static bool gate_init(const struct fn_request *req, const struct settings *s)
+{
+	return s->net_gate_ms > 0 && (!req->exec_argv || req->exec_pid1);
+}
+
+bool pod_has_init_containers(const struct fn_request *req, const struct settings *s)
+{
+	return gate_init(req, s) || pod_mounts_need_helper(req);
+}
+
 static void write_init_containers(struct jw *w, const struct fn_request *req,
                                   const struct settings *s)
 {
-	bool gate = s->net_gate_ms > 0 && (!req->exec_argv || req->exec_pid1);
-	if (!gate && !pod_mounts_need_helper(req))
+	bool gate = gate_init(req, s);
+	if (!pod_has_init_containers(req, s))
 		return;
 	jw_key(w, "initContainers");
 	jw_arr_begin(w);

@@ -23,11 +23,17 @@
 #ifndef KRMPOD_POD_MANIFEST_H
 #define KRMPOD_POD_MANIFEST_H
 
+#include <stdbool.h>
+
 #include "base/buf.h"
 #include "base/json.h"
 #include "config/request.h"
 #include "config/settings.h"
 #include "pod/pod_names.h"
+
+/* Whether the pod has init containers (the network gate's, the mounts'): the pods whose
+ * output the container runtime was seen to cut at the exit (fn_output.c, check_tail). */
+bool pod_has_init_containers(const struct fn_request *req, const struct settings *s);
 
 /* Writes the Pod as JSON into out (appending), with a random KUBE_LABEL_CREATE_ID of its own
  * (kube_api.h). Cannot fail: inputs were validated when they were parsed. */

@@ -1,5 +1,7 @@
 """Each injected fault ends in success (the client recovers) or in the expected clear error."""
+import os
 import signal
+import subprocess
 import time
 
 import pytest
@@ -322,19 +324,32 @@ def test_attach_that_ends_early_fails_the_run(kubesim):
 @pytest.mark.parametrize("cut, why", [
     (16384, "is 16384 bytes, a whole number of 4096-byte pipe pages"),
     (100005, "(100005 bytes) does not end with a newline")])
-def test_a_tail_the_runtime_cut_from_attach_and_log_alike_fails_attach_mode(kubesim, cut,
-                                                                          why):
-    """The real cluster's runtime now and then closes a container's output pipes at its exit
-    with the last chunk in them: the attach and the pod log end at the same byte, exit code
-    0, so the log check sees nothing (1,000 attach renders: 59 cuts that only kustomize's
-    YAML parser refused). A stdout that does not end with a newline, or ends on a pipe page,
-    is such a cut's shape: attach mode refuses it, naming why and what gives exec mode; with
-    KRMPOD_ATTACH_UNVERIFIED=allow it warns. Forced to attach mode in both passes (exec mode
-    counts the bytes: test_own_entrypoint, test_exec_mode)."""
+def test_a_tail_the_runtime_cut_from_attach_and_log_alike_fails_attach_mode(kubesim, tmp_path,
+                                                                          cut, why):
+    """The real cluster's runtime now and then closes the output pipes of a container in a
+    pod with init containers at its exit with the last chunk in them: the attach and the pod
+    log end at the same byte, exit code 0, so the log check sees nothing (1,000 attach
+    renders: 59 cuts that only kustomize's YAML parser refused). In such a pod (a bind mount
+    here, so the mounts' init container), a stdout that does not end with a newline, or ends
+    on a pipe page, is such a cut's shape: attach mode refuses it, naming why and what gives
+    exec mode; with KRMPOD_ATTACH_UNVERIFIED=allow it warns. Forced to attach mode in both
+    passes (exec mode counts the bytes: test_own_entrypoint, test_exec_mode)."""
+    from conftest import HELPER_IMAGE, shim_link
+    app = tmp_path / "app"
+    (app / "data").mkdir(parents=True)
+    (app / "data" / "a.txt").write_text("alpha\n")
     data = b"".join(b"- item %08d\n" % i for i in range(30000))  # 16-byte lines
+    docker = os.path.join(os.path.dirname(shim_link()), "docker")
+    args = [docker] + KUSTOMIZE_RUN[:1] + [
+        "--mount", "type=bind,source=%s/data,target=/data,readonly" % app] + \
+        KUSTOMIZE_RUN[1:] + ["example.com/cat"]
+    env = base_env(kubesim, KRMPOD_MODE="attach", KRMPOD_HELPER_IMAGE=HELPER_IMAGE)
+
+    def run(env):
+        return subprocess.run(args, input=data, cwd=str(app), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60)
     kubesim.faults(runtime_cut_images=["cat"], runtime_cut_bytes=cut)
-    env = base_env(kubesim, KRMPOD_MODE="attach", KRMPOD_HELPER_IMAGE=None)
-    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=data, env=env)
+    r = run(env)
     err = r.stderr.decode()
     assert r.returncode == 125, err
     assert "function example.com/cat: pod default/krmpod-cat-" in err, err
@@ -343,14 +358,13 @@ def test_a_tail_the_runtime_cut_from_attach_and_log_alike_fails_attach_mode(kube
     assert r.stdout == data[:cut], (len(r.stdout), cut)  # streamed, then refused
     no_sanitizer_reports(r.stderr)
     # allowed: a warning, and the cut output passes (the admin's documented risk)
-    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=data,
-                 env=dict(env, KRMPOD_ATTACH_UNVERIFIED="allow"))
+    r = run(dict(env, KRMPOD_ATTACH_UNVERIFIED="allow"))
     err = r.stderr.decode()
     assert r.returncode == 0 and r.stdout == data[:cut], err
     assert why in err and "used unproven (KRMPOD_ATTACH_UNVERIFIED=allow)" in err, err
     # without the fault the same run is whole and says nothing of it
     kubesim.faults()
-    r = run_shim(kubesim, KUSTOMIZE_RUN + ["example.com/cat"], stdin=data, env=env)
+    r = run(env)
     assert r.returncode == 0 and r.stdout == data, r.stderr.decode()
     assert "pipe pages" not in r.stderr.decode()
 

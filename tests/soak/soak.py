@@ -239,12 +239,12 @@ class Soak:
             sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
             from conftest import exec_settings
             self.mode_env = exec_settings()
+        # generate's deadline bounds how long a SIGKILLed render's pods live (the pods it
+        # started ahead) or stay leased (the pool's): 15 s, far above any case's own time
+        self.mode_env["KRMPOD_GENERATE_TIMEOUT"] = "15s"
         if self.pool:
-            # generate's deadline bounds a render's leases (and so how long a SIGKILLed
-            # render's pods stay leased): 15 s, far above any case's own time
             self.mode_env.update(KRMPOD_WARM_POOL="true",
-                                 KRMPOD_WARM_POOL_IMAGES="example.com/fns/*",
-                                 KRMPOD_GENERATE_TIMEOUT="15s")
+                                 KRMPOD_WARM_POOL_IMAGES="example.com/fns/*")
         self.work = tempfile.mkdtemp(prefix="krmpod-soak-")
         self.sim = soaklib.start_kubesim(os.path.join(self.work, "kubesim"), self.krmpod)
         self.sa = soaklib.service_account_dir(self.sim, os.path.join(self.work, "sa"))
@@ -593,11 +593,11 @@ class Soak:
 
     def gc_after_sigkill(self, p, problems):
         """What a SIGKILL left: `krmpod gc` removes finished pods at once; a pod that still
-        runs is stopped by its activeDeadlineSeconds first (then gc removes it)."""
+        runs is stopped by its activeDeadlineSeconds first (then gc removes it). A pod the
+        render started ahead, and a pool pod's lease, last to generate's deadline (15 s
+        here, or the plan's shorter KRMPOD_GENERATE_TIMEOUT) and 5 s more."""
         timeout = p["env"].get("KRMPOD_TIMEOUT") or self.args.fn_timeout
-        deadline_s = float(timeout.rstrip("s"))
-        if self.pool:  # a render's leases last to generate's deadline and 5 s more
-            deadline_s = max(deadline_s, 15 + 5)
+        deadline_s = max(float(timeout.rstrip("s")), 15 + 5)
         limit = deadline_s + 15
         until = time.monotonic() + limit
         reason = {x["name"]: "" for x in self.leftover()}
