@@ -40,6 +40,7 @@ LAYERS = [
     ["cmp"],
     ["shim", "ops"],
     ["fn"],
+    ["admit"],
     ["pool"],
     ["sign"],
     ["catalog"],

@@ -303,7 +303,7 @@ static void render_free(struct render *r)
 /* The image policy (image_policy.h), checked for every function of the tree before kustomize
  * runs, and handed to the shims as a file, which check it again. With the warm pool, the
  * file also carries the admin's catalog images for shareAcrossApplications (fn_config.c) and
- * the entrypoints they record (fn_image.c), so that no shim fetches a catalog. */
+ * the entrypoints they record (entrypoint.c), so that no shim fetches a catalog. */
 static int check_policy(struct render *r, struct err **err)
 {
 	policy_init(&r->policy, &r->fs);
@@ -320,7 +320,7 @@ static int check_policy(struct render *r, struct err **err)
 	bool images = r->fs.image_policy == IMAGE_POLICY_CATALOG ||
 	              ((r->fs.warm_pool || sig_catalogs) && admin_catalogs);
 	/* otherwise the shims need the admin's catalogs only for the entrypoints they record
-	 * (fn_image.h), whenever exec mode is possible: from those that can be loaded */
+	 * (entrypoint.h), whenever exec mode is possible: from those that can be loaded */
 	bool records = !images && admin_catalogs && r->fs.mode != FN_MODE_ATTACH &&
 	               r->fs.helper_image != NULL;
 	if (r->fs.image_policy == IMAGE_POLICY_ANY && !r->fs.require_digest && !images && !records)

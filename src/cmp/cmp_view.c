@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit/trust.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/json.h"
@@ -14,7 +15,6 @@
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
 #include "cmp/kustomization.h"
-#include "fn/fn_trust.h"
 #include "sign/sig_policy.h"
 
 static const char *mode_name(enum image_policy m)

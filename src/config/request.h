@@ -35,7 +35,7 @@ struct fn_mount {
 
 struct fn_request {
 	char *image;
-	/* What the pod runs when a signature policy covers the image (fn_trust.h): the image
+	/* What the pod runs when a signature policy covers the image (trust.h): the image
 	 * pinned to the digest whose signature was verified, "NAME[:TAG]@sha256:…"; NULL:
 	 * image as written. */
 	char *pinned_image;
@@ -50,10 +50,10 @@ struct fn_request {
 	bool want_stdin;         /* -i / -a STDIN */
 	struct fn_mount *mounts; /* --mount flags, in the order given (index = volume number) */
 	size_t n_mounts;
-	/* Exec mode (KRMPOD_MODE=exec, fn_image.h): what `krmpod call` runs in the pod, the
+	/* Exec mode (KRMPOD_MODE=exec, entrypoint.h): what `krmpod call` runs in the pod, the
 	 * image's entrypoint and its cmd (or args), NULL-terminated; NULL in attach mode. */
 	char **exec_argv;
-	/* Exec mode on the image's own entrypoint (fn_image.h), for an image whose config
+	/* Exec mode on the image's own entrypoint (entrypoint.h), for an image whose config
 	 * cannot be read: exec_argv is empty (not NULL), the pod's function container runs the
 	 * image's entrypoint with the request's args and env, held on its stdin, and the call
 	 * runs PID 1's command line (agent.h, "argv_pid1"). Never pooled. */

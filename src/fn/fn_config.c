@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit/admit.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -15,8 +16,6 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
-#include "fn/fn_image.h"
-#include "fn/fn_trust.h"
 #include "kube/kube_api.h"
 #include "pod/pod_manifest.h"
 #include "pod/pod_names.h"
@@ -95,67 +94,13 @@ int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct 
 	return pod_template_adopt(s, doc, what, err);
 }
 
-/* Variables that make a loader or an interpreter run code of the caller's choosing: in a
- * pooled pod, whose next call may be another Application's, a function config may not set
- * them (docs/security.md, "The warm pool"). A name ending in '*' is a prefix. */
-static const char *const POOLED_REFUSED_ENV[] = {
-        "LD_*",          "GLIBC_TUNABLES",    "GCONV_PATH",    "BASH_ENV",         "ENV",
-        "NODE_OPTIONS",  "NODE_PATH",         "PERL5OPT",      "PERL5LIB",         "PERLLIB",
-        "PYTHONSTARTUP", "PYTHONPATH",        "PYTHONHOME",    "PYTHONUSERBASE",   "RUBYOPT",
-        "RUBYLIB",       "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
-};
-
-static const char *pooled_refused(const struct fn_request *req)
+int fn_config_for_request(struct settings *s, struct kube_config *cfg, const struct fn_request *req,
+                          struct err **err)
 {
-	for (size_t i = 0; i < req->n_env; i++) {
-		const char *name = req->env[i].name;
-		for (size_t k = 0; k < sizeof(POOLED_REFUSED_ENV) / sizeof(POOLED_REFUSED_ENV[0]);
-		     k++) {
-			const char *r = POOLED_REFUSED_ENV[k];
-			size_t n = strlen(r);
-			if (r[n - 1] == '*' ? strncmp(name, r, n - 1) == 0 : strcmp(name, r) == 0)
-				return name;
-		}
-	}
-	return NULL;
-}
-
-int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct fn_request *req,
-                            struct err **err)
-{
-	if (req->network == FN_NETWORK_HOST && !s->allow_network)
-		return err_set(err, ERR_USAGE,
-		               "function %s asks for network access (network: true in its config, "
-		               "docker run --network host), but the cluster admin has not allowed "
-		               "it: KRMPOD_ALLOW_NETWORK is not true",
-		               req->image);
-	if (fn_config_load_template(s, cfg, err) < 0 ||
-	    settings_apply_overrides(s, req->image, err) < 0)
-		return -1;
-	int64_t deadline = now_ms() + FN_IMAGE_FETCH_TIMEOUT_MS;
-	if (fn_trust_check(s, req, &signals_cancel, deadline, err) < 0 ||
-	    fn_image_resolve(s, cfg, req, &signals_cancel, deadline, err) < 0)
-		return -1;
-	req->pooled = fn_pool_takes(s, req);
-	req->pool_shared = false;
-	if (req->pooled) {
-		struct policy p = {0};
-		int rc = catalog_store_policy(s, &signals_cancel, true, &p, err);
-		req->pool_shared = rc == 0 && policy_shared(&p, req->image);
-		policy_clear(&p);
-		if (rc < 0)
-			return err_wrap(err, "the warm pool: the admin's catalogs");
-	}
-	const char *refused = req->pooled ? pooled_refused(req) : NULL;
-	if (refused)
-		return err_set(err, ERR_USAGE,
-		               "function %s: its config sets %s, which a pooled call refuses: the "
-		               "warm pool's pod may serve another Application next, and %s makes "
-		               "a loader or interpreter run code of this one's choosing; drop it "
-		               "from the function config, or leave the image out of "
-		               "KRMPOD_WARM_POOL_IMAGES",
-		               req->image, refused, refused);
-	return 0;
+	return fn_config_load_template(s, cfg, err) < 0 ||
+	                       settings_apply_overrides(s, req->image, err) < 0
+	               ? -1
+	               : 0;
 }
 
 int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_request *req,
@@ -163,7 +108,8 @@ int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_requ
 {
 	if (fn_config_base(envp, cfg, out, err) < 0)
 		return -1;
-	if (fn_config_apply_request(out, cfg, req, err) < 0) {
+	if (fn_config_for_request(out, cfg, req, err) < 0 ||
+	    admit(out, cfg, req, &signals_cancel, ADMIT_POLICY_CHECKED, err) < 0) {
 		settings_clear(out);
 		return -1;
 	}

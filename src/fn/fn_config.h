@@ -16,10 +16,10 @@
  *    only: a pod whose owner lives elsewhere is garbage-collected at once (event
  *    OwnerRefInvalidNamespace). The shipped install (repo-server in argocd, functions in
  *    krmpod-functions) is exactly that case.
- *  - per request: the network rule (KRMPOD_ALLOW_NETWORK), the PodTemplate
- *    (KRMPOD_POD_TEMPLATE: a file, or a name read with one GET), the per-function
- *    resource limits recorded for the image (KRMPOD_FN_OVERRIDES), and under
- *    KRMPOD_MODE=exec the image's entrypoint (its config, from its registry).
+ *  - per request: the PodTemplate (KRMPOD_POD_TEMPLATE: a file, or a name read with one
+ *    GET) and the per-function resource limits recorded for the image
+ *    (KRMPOD_FN_OVERRIDES). Whether the request may run, and how, is admission's
+ *    (admit/admit.h).
  */
 #ifndef KRMPOD_FN_CONFIG_H
 #define KRMPOD_FN_CONFIG_H
@@ -49,16 +49,15 @@ int fn_config_base(char *const *envp, const struct kube_config *cfg, struct sett
  * exist). A no-op without KRMPOD_POD_TEMPLATE or when s holds the template already. */
 int fn_config_load_template(struct settings *s, struct kube_config *cfg, struct err **err);
 
-/* The rules for running req on top of s: the network rule (ERR_USAGE naming the image and
- * KRMPOD_ALLOW_NETWORK), the PodTemplate, the image's resource limits, and in exec mode
- * what the image runs (fn_image.h: req->exec_argv; at most FN_IMAGE_FETCH_TIMEOUT_MS for
- * its registry). On failure s is left for the caller to clear. */
-#define FN_IMAGE_FETCH_TIMEOUT_MS 10000
-int fn_config_apply_request(struct settings *s, struct kube_config *cfg, struct fn_request *req,
-                            struct err **err);
+/* The settings for running req on top of s: the PodTemplate and the image's resource limits
+ * (KRMPOD_FN_OVERRIDES). Whether req may run at all is admission's (admit/admit.h). On
+ * failure s is left for the caller to clear. */
+int fn_config_for_request(struct settings *s, struct kube_config *cfg, const struct fn_request *req,
+                          struct err **err);
 
-/* The settings for running req: fn_config_base(), then fn_config_apply_request().
- * On failure *out is cleared. */
+/* The settings for running req and its admission, as a shim of generate's will have them
+ * (prestart): fn_config_base(), fn_config_for_request(), then admit() without the image
+ * policy, which generate checked for the whole tree. On failure *out is cleared. */
 int fn_config_resolve(char *const *envp, struct kube_config *cfg, struct fn_request *req,
                       struct settings *out, struct err **err);
 

@@ -3,6 +3,7 @@
 
 #include "fn/fn_invoke.h"
 
+#include "admit/admit.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -10,27 +11,10 @@
 #include "base/log.h"
 #include "base/size_limits.h"
 #include "base/xalloc.h"
-#include "catalog/catalog_store.h"
-#include "catalog/image_policy.h"
 #include "config/kubeconfig.h"
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
-
-/* The image policy (catalog/image_policy.h), before any pod exists. */
-static int check_policy(const struct settings *s, const struct fn_request *req, atomic_int *cancel,
-                        struct err **err)
-{
-	if (s->image_policy == IMAGE_POLICY_ANY && !s->require_digest && s->policy_file == NULL)
-		return 0;
-	struct policy p = {0};
-	int rc = catalog_store_policy(s, cancel, false, &p, err);
-	if (rc == 0)
-		rc = policy_check(&p, req->image, req->network == FN_NETWORK_HOST,
-		                  req->n_mounts > 0, NULL, err);
-	policy_clear(&p);
-	return rc;
-}
 
 /* fn_run with the function's stderr (everything written to io->err_fd meanwhile: the
  * stream, the pod log, a pool session, the shim's own messages) bounded by
@@ -59,9 +43,9 @@ int fn_invoke(char *const *envp, struct fn_request *req, const struct fn_io *io,
 	struct kube_config *cfg = NULL;
 	if (fn_config_load(envp, &s, &cfg, err) < 0)
 		return err_wrap(err, "run function %s", req->image);
-	int rc = check_policy(&s, req, io->cancel, err);
+	int rc = fn_config_for_request(&s, cfg, req, err);
 	if (rc == 0)
-		rc = fn_config_apply_request(&s, cfg, req, err);
+		rc = admit(&s, cfg, req, io->cancel, 0, err);
 	if (rc == 0) {
 		log_debug("cluster %s (%s), namespace %s", cfg->server, cfg->source, s.namespace);
 		rc = run_capped(cfg, &s, req, io, exit_code, err);

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "admit/trust.h"
 #include "agent/agent_gate.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -30,7 +31,6 @@
 #include "config/settings.h"
 #include "fn/fn_config.h"
 #include "fn/fn_run.h"
-#include "fn/fn_trust.h"
 #include "kube/kube_api.h"
 #include "kube/kube_http.h"
 #include "kube/kube_version.h"

@@ -31,7 +31,7 @@
 #include "config/settings.h"
 
 /* A dockerconfigjson held in memory (a function pod's pull Secret the sidecar may read,
- * fn_pull_auth.h); what names it in messages ("pull Secret krmpod-functions/regcred"). */
+ * pull_auth.h); what names it in messages ("pull Secret krmpod-functions/regcred"). */
 struct registry_auth_doc {
 	const char *what;
 	const char *json;

@@ -3,7 +3,7 @@ registry that wants credentials (htpasswd, over TLS) and that KRMPOD_REGISTRY_AU
 cover: where the sidecar may read the pods' pull Secret (KRMPOD_IMAGE_PULL_SECRETS), krmpod
 reads the image config with it and runs the function in exec mode; where it may not (the
 shipped Role's token, without `secrets get`), the function runs in exec mode on its image's
-own entrypoint and the log says what would give krmpod the entrypoint. fn_pull_auth.h."""
+own entrypoint and the log says what would give krmpod the entrypoint. pull_auth.h."""
 import base64
 import json
 import os

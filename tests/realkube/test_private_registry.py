@@ -155,7 +155,7 @@ def app(tmp_path, image):
 def cold(env):
     """env with a cache of its own (KRMPOD_CACHE_DIR): krmpod reads the image config from
     the registry, not from what another render of the sidecar cached (a tag's digest is
-    remembered for 5 minutes, fn_image.h)."""
+    remembered for 5 minutes, entrypoint.h)."""
     return dict(env, KRMPOD_CACHE_DIR="/tmp/krmpod-private-cache-" + uuid.uuid4().hex[:8])
 
 

@@ -1156,7 +1156,7 @@ TEST(credentials_missing_or_refused)
 	free(want);
 	reg_stop(&r);
 
-	/* A pull Secret read by the sidecar (fn_pull_auth.h) without an entry for it: named. */
+	/* A pull Secret read by the sidecar (pull_auth.h) without an entry for it: named. */
 	reg_start(&r);
 	static const char other[] = "{\"auths\":{\"other.io\":{\"auth\":\"" AUTH_USER_PASS "\"}}}";
 	struct registry_auth_doc doc = {"pull Secret fns/pull", other, sizeof(other) - 1};

@@ -1,4 +1,4 @@
-/* fn_pull_auth.h — the function pods' pull Secrets as credentials of the sidecar's own
+/* pull_auth.h — the function pods' pull Secrets as credentials of the sidecar's own
  * registry reads (issue 29, item 1: more functions whose entrypoint krmpod can know, so that
  * they run in exec mode).
  *
@@ -10,8 +10,8 @@
  * exist (404) or that is not a kubernetes.io/dockerconfigjson is left out, said at debug
  * level; the registry's own refusal then names what was tried.
  */
-#ifndef KRMPOD_FN_PULL_AUTH_H
-#define KRMPOD_FN_PULL_AUTH_H
+#ifndef KRMPOD_PULL_AUTH_H
+#define KRMPOD_PULL_AUTH_H
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,10 +1,10 @@
-/* fn_trust.h — the admin's signature policy (KRMPOD_SIGNATURE_POLICY, docs/signatures.md)
+/* trust.h — the admin's signature policy (KRMPOD_SIGNATURE_POLICY, docs/signatures.md)
  * applied to one function before any pod exists: when a requirement covers its image, the
  * image must carry a valid cosign signature by one of the requirement's keys, and the pod
  * runs the digest so verified (req->pinned_image).
  */
-#ifndef KRMPOD_FN_TRUST_H
-#define KRMPOD_FN_TRUST_H
+#ifndef KRMPOD_TRUST_H
+#define KRMPOD_TRUST_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,9 +1,9 @@
-/* fn_image.h — what a function's image runs, for exec mode (docs/internals/exec-mode.md).
+/* entrypoint.h — what a function's image runs, for exec mode (docs/internals/exec-mode.md).
  *
  * In exec mode the pod does not run the image's entrypoint: `krmpod call` runs it through
  * pods/exec, so krmpod must know it. It comes from the image's config in its registry
  * (registry.h: anonymous, bearer token, KRMPOD_REGISTRY_AUTH or, where the sidecar may read
- * them, the function pods' pull Secrets, fn_pull_auth.h; KRMPOD_REGISTRY_MIRRORS),
+ * them, the function pods' pull Secrets, pull_auth.h; KRMPOD_REGISTRY_MIRRORS),
  * cached by digest under KRMPOD_CACHE_DIR, a tag's digest remembered for
  * FN_IMAGE_TAG_TTL_MS (so the functions of one render ask the registry once per image).
  * argv is docker's: Entrypoint, then the request's args or else Cmd.
@@ -11,8 +11,8 @@
  * An admin's catalog may record an image's entrypoint and cmd (catalog.h): when the config
  * cannot be read, the record gives exec mode; when it can, the two must agree.
  */
-#ifndef KRMPOD_FN_IMAGE_H
-#define KRMPOD_FN_IMAGE_H
+#ifndef KRMPOD_ENTRYPOINT_H
+#define KRMPOD_ENTRYPOINT_H
 
 #include <signal.h>
 #include <stdatomic.h>

@@ -1,9 +1,10 @@
-/* fn_trust.c — see fn_trust.h. */
-#include "fn/fn_trust.h"
+/* trust.c — see trust.h. */
+#include "admit/trust.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit/entrypoint.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -12,7 +13,6 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
-#include "fn/fn_image.h"
 #include "registry/registry.h"
 #include "sign/sig_policy.h"
 #include "sign/sig_verify.h"

@@ -1,5 +1,5 @@
-/* fn_pull_auth.c — see fn_pull_auth.h. */
-#include "fn/fn_pull_auth.h"
+/* pull_auth.c — see pull_auth.h. */
+#include "admit/pull_auth.h"
 
 #include <string.h>
 

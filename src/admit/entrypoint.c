@@ -1,5 +1,5 @@
-/* fn_image.c — see fn_image.h. */
-#include "fn/fn_image.h"
+/* entrypoint.c — see entrypoint.h. */
+#include "admit/entrypoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "admit/pull_auth.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
@@ -17,7 +18,6 @@
 #include "base/xalloc.h"
 #include "catalog/catalog_store.h"
 #include "catalog/image_policy.h"
-#include "fn/fn_pull_auth.h"
 #include "registry/registry.h"
 
 /* Docker's rule: ENTRYPOINT, then the run's args or else CMD. */
@@ -172,7 +172,7 @@ static int from_config(const struct settings *s, struct fn_request *req,
 
 /* The image's config with the registry settings' credentials; when the registry wants
  * credentials those do not have (401), again with the function pods' pull Secrets the
- * sidecar may read (fn_pull_auth.h). */
+ * sidecar may read (pull_auth.h). */
 static int read_config(const struct settings *s, struct kube_config *cfg, struct registry_opts *o,
                        const struct oci_ref *ref, struct registry_image_config *c, struct err **err)
 {
